@@ -1,0 +1,21 @@
+package pollwarden
+
+import "errors"
+
+// Sentinel errors shared by stores and doors; test with errors.Is.
+var (
+	// ErrNotFound: no operation with that id.
+	ErrNotFound = errors.New("operation not found")
+	// ErrExists: an operation with that id is already stored.
+	ErrExists = errors.New("operation already exists")
+	// ErrConflict: the record changed since it was read (version mismatch).
+	ErrConflict = errors.New("operation changed concurrently")
+	// ErrLeaseHeld: another owner holds an unexpired lease.
+	ErrLeaseHeld = errors.New("lease held by another owner")
+	// ErrLeaseLost: the writer's lease expired or was taken over.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrForbidden: the actor's role may not make this decision.
+	ErrForbidden = errors.New("forbidden")
+	// ErrInvalid: input that names its own problem; wrapped with detail.
+	ErrInvalid = errors.New("invalid")
+)

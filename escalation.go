@@ -1,0 +1,57 @@
+package pollwarden
+
+import "time"
+
+// Escalation asks a person for a bounded decision (R19): what happened, what
+// it cost so far, and the options with their cost and new limits. It never
+// carries a secret or a raw log.
+type Escalation struct {
+	Reason  Reason    `json:"reason"`
+	Message string    `json:"message"`
+	Options []Option  `json:"options"`
+	At      time.Time `json:"at"`
+}
+
+// Option is one bounded choice offered by an escalation. ExtraTime and
+// ExtraStatusRequests state the cost; NewDeadline and NewMaxStatusRequests
+// the limit it would set. GrantsAuthority marks options only an approver
+// may choose (R20).
+type Option struct {
+	ID                   string     `json:"id"`
+	Label                string     `json:"label"`
+	ExtraTime            string     `json:"extra_time,omitempty"`
+	ExtraStatusRequests  int        `json:"extra_status_requests,omitempty"`
+	NewDeadline          *time.Time `json:"new_deadline,omitempty"`
+	NewMaxStatusRequests int        `json:"new_max_status_requests,omitempty"`
+	GrantsAuthority      bool       `json:"grants_authority"`
+}
+
+// The option identifiers an escalation may offer.
+const (
+	OptionExtend        = "extend"
+	OptionCancel        = "cancel_at_provider"
+	OptionInspect       = "inspect_console"
+	OptionAbandon       = "abandon"
+	OptionApproveCall   = "approve_call"
+	OptionAcceptPending = "treat_as_pending"
+)
+
+// Role says what an actor may do. Only approvers and admins grant authority.
+type Role string
+
+// The roles.
+const (
+	RoleAgent    Role = "agent"
+	RoleApprover Role = "approver"
+	RoleAdmin    Role = "admin"
+)
+
+// CanGrant reports whether the role may make decisions that grant new
+// authority (R20).
+func (r Role) CanGrant() bool { return r == RoleApprover || r == RoleAdmin }
+
+// Actor is who asks for or makes a decision, by name only.
+type Actor struct {
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+}

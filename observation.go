@@ -1,0 +1,55 @@
+package pollwarden
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Transport failure classes kept with an observation (R12).
+const (
+	TransportTimeout  = "timeout"
+	TransportRefused  = "connection_refused"
+	TransportDNS      = "dns"
+	TransportTLS      = "tls"
+	TransportRedirect = "redirect_refused"
+	TransportOther    = "transport_error"
+)
+
+// Observation is what one status request produced, already reduced to
+// facts: the HTTP result and, separately, what the body said (R1). The
+// decision core reads only this; it never sees a secret.
+type Observation struct {
+	SentAt     time.Time
+	ReceivedAt time.Time
+	// Status is the HTTP status code, or 0 when no answer arrived.
+	Status int
+	// Transport is the failure class when no answer arrived ("" otherwise).
+	Transport string
+	// TransportDetail is a short, secret-free description of the failure.
+	TransportDetail string
+	// RetryAfter is the raw Retry-After header value, if any.
+	RetryAfter string
+	RequestID  string
+	Body       BodyFacts
+}
+
+// BodyFacts is what the contract's paths found in the response body. Hint
+// values are kept raw so the core can reject a wrong type (R6).
+type BodyFacts struct {
+	// Problem is set when the body could not be read as JSON, was larger
+	// than the contract allows, or had no usable state; it names the cause.
+	Problem string
+	// State is the value at state.path; HasState is false when the path
+	// gave nothing or a non-string (then Problem says which).
+	State    string
+	HasState bool
+	// Fields holds the value at each required result path, by path; a path
+	// that gave nothing is absent.
+	Fields map[string]any
+	// Error is the value at result.error_path, as JSON.
+	Error json.RawMessage
+	// Raw hint values at the contract's hint paths; nil when absent.
+	PollAfter    any
+	NextCheckAt  any
+	JobExpiresAt any
+}

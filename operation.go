@@ -1,0 +1,133 @@
+package pollwarden
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Phase is where an operation stands. Only PhaseWaiting permits another
+// status request; every other phase is an end until an approver decides.
+type Phase string
+
+// The phases, also used as the "outcome" of a finished operation.
+const (
+	PhaseWaiting   Phase = "waiting"
+	PhaseSucceeded Phase = "succeeded"
+	PhaseFailed    Phase = "failed"
+	PhaseCancelled Phase = "cancelled"
+	PhaseExpired   Phase = "expired"
+	PhaseEscalated Phase = "escalated"
+)
+
+// Terminal reports whether no further status request may be sent without a
+// new decision (R17).
+func (p Phase) Terminal() bool { return p != PhaseWaiting && p != "" }
+
+// Reason is the machine-readable cause of an escalation (R17).
+type Reason string
+
+// The escalation reasons, fixed by the specification.
+const (
+	ReasonDeadlineExceeded       Reason = "deadline_exceeded"
+	ReasonRequestBudgetExhausted Reason = "request_budget_exhausted"
+	ReasonRateLimited            Reason = "rate_limited"
+	ReasonUnknownState           Reason = "unknown_state"
+	ReasonAuthorizationDenied    Reason = "authorization_denied"
+	ReasonProviderFailure        Reason = "provider_failure"
+	ReasonIntegrationFailure     Reason = "integration_failure"
+)
+
+// DelaySource names who chose the time of the next status request (R24).
+type DelaySource string
+
+// The delay sources.
+const (
+	DelayRetryAfter      DelaySource = "provider_retry_after"
+	DelayPollHint        DelaySource = "provider_poll_hint"
+	DelayLocalBackoff    DelaySource = "local_backoff"
+	DelayManualExtension DelaySource = "manual_extension"
+)
+
+// Operation is the durable record of one wait (R4, R10). Everything needed
+// to resume without polling the wrong job is kept together here; the
+// credential appears only by name, never as a secret (R27).
+type Operation struct {
+	ID            string `json:"operation_id"`
+	Contract      string `json:"contract"`
+	ProviderJobID string `json:"provider_job_id"`
+	StatusURL     string `json:"status_url"`
+	// CredentialName is the reference from the contract (for example
+	// "env:EXPORT_API_TOKEN"): the account context, not the secret.
+	CredentialName string `json:"credential_name,omitempty"`
+	// Fingerprint identifies the original request (contract, status call,
+	// job, credential name) so a resume can refuse a different one.
+	Fingerprint string `json:"request_fingerprint"`
+	// ExpectedTerminal lists the contract's terminal states at creation.
+	ExpectedTerminal []string `json:"expected_terminal_states"`
+
+	StartedAt  time.Time `json:"started_at"`
+	DeadlineAt time.Time `json:"deadline_at"`
+	// BusinessDeadlineAt is the workflow's own deadline when the caller gave
+	// one distinct from DeadlineAt; ProviderExpiresAt is the job's expiry as
+	// reported by the provider (R10).
+	BusinessDeadlineAt *time.Time `json:"business_deadline_at,omitempty"`
+	ProviderExpiresAt  *time.Time `json:"provider_expires_at,omitempty"`
+
+	MaxStatusRequests     int `json:"max_status_requests"`
+	MaxTransportFailures  int `json:"max_transport_failures"`
+	MaxRateLimited        int `json:"max_rate_limited"`
+	StatusRequestsUsed    int `json:"status_requests_used"`
+	TransportFailuresUsed int `json:"transport_failures_used"`
+	RateLimitedUsed       int `json:"rate_limited_used"`
+	// CompletedPolls counts status requests whose outcome was recorded; it
+	// is the backoff attempt number of R5.
+	CompletedPolls int `json:"completed_polls"`
+	// ApprovedCalls counts status calls an approver allowed one by one for a
+	// contract whose status method is not safe (R16).
+	ApprovedCalls int `json:"approved_calls,omitempty"`
+
+	NextPollAt     time.Time   `json:"next_poll_at"`
+	NextPollSource DelaySource `json:"next_poll_source"`
+
+	Phase         Phase           `json:"phase"`
+	Reason        Reason          `json:"reason,omitempty"`
+	LastState     string          `json:"last_state,omitempty"`
+	LastHTTP      int             `json:"last_http_status,omitempty"`
+	LastHTTPAt    *time.Time      `json:"last_http_at,omitempty"`
+	LastRequestID string          `json:"last_request_id,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	ProviderError json.RawMessage `json:"provider_error,omitempty"`
+	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+	Escalation    *Escalation     `json:"escalation,omitempty"`
+
+	// Version increases with every saved change; a save names the version
+	// it read so that a concurrent change is detected, never overwritten.
+	Version int64 `json:"version"`
+}
+
+// Clone returns a deep copy, so a decision can build the next record
+// without touching the one it was given.
+func (o *Operation) Clone() *Operation {
+	c := *o
+	c.ExpectedTerminal = append([]string(nil), o.ExpectedTerminal...)
+	c.Result = append(json.RawMessage(nil), o.Result...)
+	c.ProviderError = append(json.RawMessage(nil), o.ProviderError...)
+	c.BusinessDeadlineAt = cloneTime(o.BusinessDeadlineAt)
+	c.ProviderExpiresAt = cloneTime(o.ProviderExpiresAt)
+	c.LastHTTPAt = cloneTime(o.LastHTTPAt)
+	c.FinishedAt = cloneTime(o.FinishedAt)
+	if o.Escalation != nil {
+		e := *o.Escalation
+		e.Options = append([]Option(nil), o.Escalation.Options...)
+		c.Escalation = &e
+	}
+	return &c
+}
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := *t
+	return &v
+}
