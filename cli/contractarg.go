@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+)
+
+// loadContract reads --contract: a file path, or a contract name looked up
+// as NAME.yaml (or .yml, .json) in $POLLWARDEN_CONTRACTS.
+func (env Env) loadContract(arg string) (*contract.Extractor, error) {
+	if arg == "" {
+		return nil, usage(fmt.Errorf("--contract is required"))
+	}
+	path := arg
+	if _, err := os.Stat(arg); err != nil && !strings.ContainsAny(arg, `/\`) && !strings.Contains(arg, ".") {
+		dir := env.lookup("POLLWARDEN_CONTRACTS")
+		if dir == "" {
+			return nil, usage(fmt.Errorf("contract %q: no such file, and POLLWARDEN_CONTRACTS is not set to look it up by name", arg))
+		}
+		path = ""
+		for _, ext := range []string{".yaml", ".yml", ".json"} {
+			p := filepath.Join(dir, arg+ext)
+			if _, err := os.Stat(p); err == nil {
+				path = p
+				break
+			}
+		}
+		if path == "" {
+			return nil, usage(fmt.Errorf("contract %q: not found in %s", arg, dir))
+		}
+	}
+	c, err := contract.Load(path)
+	if err != nil {
+		return nil, usage(err)
+	}
+	ex, err := contract.Compile(c)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return ex, nil
+}
+
+// contractOf is a short accessor used by several commands.
+func contractOf(ex *contract.Extractor) *pollwarden.Contract { return ex.Contract() }

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
+	"github.com/spf13/cobra"
+)
+
+func decideCmd(env Env) *cobra.Command {
+	var store, contractArg, by, note string
+	cmd := &cobra.Command{
+		Use:   "decide OPERATION OPTION",
+		Short: "Answer an escalation with one of its options, as an approver",
+		Long: `decide records an approver's answer to an escalated operation: who, when,
+the state at the time, the calls already made and the new limits. Whoever
+can write the store file acts as an approver here; the daemon's API is the
+door with per-person roles. An extension adds time and requests and never
+resets a counter; waiting resumes with the next 'pollwarden wait'.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := env.openStore(cmd.Context(), store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			op, err := st.OperationGet(cmd.Context(), args[0])
+			if err != nil {
+				return usage(err)
+			}
+			if contractArg == "" {
+				contractArg = op.Contract
+			}
+			ex, err := env.loadContract(contractArg)
+			if err != nil {
+				return err
+			}
+			if by == "" {
+				by = env.lookup("USER")
+			}
+			if by == "" {
+				return usage(errors.New("--by is required to record who decided"))
+			}
+			actor := pollwarden.Actor{Name: by, Role: pollwarden.RoleApprover}
+			next, err := env.newController(st).Decide(cmd.Context(), ex, op.ID, policy.DecisionParams{Option: args[1], Actor: actor, Note: note})
+			if err != nil {
+				if errors.Is(err, pollwarden.ErrInvalid) || errors.Is(err, pollwarden.ErrForbidden) {
+					return usage(err)
+				}
+				return err
+			}
+			fmt.Fprintln(env.Stdout, summaryLine(next))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
+	cmd.Flags().StringVar(&by, "by", "", "who decides (default $USER)")
+	cmd.Flags().StringVar(&note, "note", "", "why, recorded with the decision")
+	return cmd
+}

@@ -1,0 +1,153 @@
+// Package cli is pollwarden's composition root: it reads flags and the
+// environment, opens the store, builds the controller and maps outcomes to
+// exit codes. Every command drives the same core in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/spf13/cobra"
+)
+
+// Env is what a command may read from its surroundings; tests pass their
+// own so that nothing is read from process globals.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv looks up an environment variable (os.LookupEnv in main).
+	Getenv func(string) (string, bool)
+}
+
+// Exit codes of the specification.
+const (
+	ExitOK              = 0
+	ExitInternal        = 1
+	ExitUsage           = 2
+	ExitFailed          = 10
+	ExitCancelled       = 11
+	ExitExpired         = 12
+	exitDeadline        = 20
+	exitBudget          = 21
+	exitRateLimited     = 22
+	exitUnknownState    = 23
+	exitAuthorization   = 24
+	exitProviderFailure = 25
+	exitIntegration     = 26
+)
+
+// ExitCode maps a final record to the specification's exit code.
+func ExitCode(op *pollwarden.Operation) int {
+	switch op.Phase {
+	case pollwarden.PhaseSucceeded:
+		return ExitOK
+	case pollwarden.PhaseFailed:
+		return ExitFailed
+	case pollwarden.PhaseCancelled:
+		return ExitCancelled
+	case pollwarden.PhaseExpired:
+		return ExitExpired
+	case pollwarden.PhaseEscalated:
+		switch op.Reason {
+		case pollwarden.ReasonDeadlineExceeded:
+			return exitDeadline
+		case pollwarden.ReasonRequestBudgetExhausted:
+			return exitBudget
+		case pollwarden.ReasonRateLimited:
+			return exitRateLimited
+		case pollwarden.ReasonUnknownState:
+			return exitUnknownState
+		case pollwarden.ReasonAuthorizationDenied:
+			return exitAuthorization
+		case pollwarden.ReasonProviderFailure:
+			return exitProviderFailure
+		case pollwarden.ReasonIntegrationFailure:
+			return exitIntegration
+		}
+	}
+	return ExitInternal
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usage marks err as bad input: exit 2.
+func usage(err error) error { return &exitError{code: ExitUsage, err: err} }
+
+// Main runs one pollwarden command and returns its exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	root := newRoot(ctx, env)
+	root.SetArgs(args)
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(env.Stderr, "pollwarden:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(env.Stderr, "pollwarden:", err)
+	var ps *contract.Problems
+	if errors.Is(err, pollwarden.ErrInvalid) || errors.As(err, &ps) || isFlagError(err) {
+		return ExitUsage
+	}
+	return ExitInternal
+}
+
+func newRoot(ctx context.Context, env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pollwarden",
+		Short: "Wait on external asynchronous jobs under a bounded, audited contract",
+		Long: `pollwarden polls an external job's status endpoint for you under an explicit
+contract: what counts as progress, when the next request may go out, when
+waiting ends, and who decides what happens next. Every decision is recorded.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	root.AddCommand(waitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
+	_ = ctx
+	return root
+}
+
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+
+func isFlagError(err error) bool {
+	var fe *flagError
+	return errors.As(err, &fe) || errors.Is(err, errUsage)
+}
+
+var errUsage = errors.New("usage")
+
+// lookup reads an environment variable through env.
+func (env Env) lookup(name string) string {
+	if env.Getenv == nil {
+		return ""
+	}
+	v, _ := env.Getenv(name)
+	return v
+}
+
+// OSEnv is the process's real surroundings, for main.
+func OSEnv() Env {
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv}
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/spf13/cobra"
+)
+
+func opsCmd(env Env) *cobra.Command {
+	ops := &cobra.Command{Use: "ops", Short: "List and show operation records"}
+	var store, phase string
+	var asJSON bool
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List operations, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := pollwarden.Phase(phase)
+			switch p {
+			case "", pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+				pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
+			default:
+				return usage(fmt.Errorf("--phase %q: want waiting, succeeded, failed, cancelled, expired or escalated", phase))
+			}
+			st, err := env.openStore(cmd.Context(), store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := st.OperationList(cmd.Context(), pollwarden.ListParams{Phase: p, Limit: limit})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]pollwarden.Outcome, len(list))
+				for i, op := range list {
+					out[i] = pollwarden.OutcomeOf(op)
+				}
+				return writeJSON(env.Stdout, out)
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "OPERATION\tCONTRACT\tJOB\tPHASE\tREASON\tSTATE\tREQUESTS\tDEADLINE")
+			for _, op := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", op.ID, op.Contract, op.ProviderJobID, op.Phase,
+					op.Reason, op.LastState, op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&phase, "phase", "", "only operations in this phase")
+	list.Flags().IntVar(&limit, "limit", 0, "at most this many (0: all)")
+	show := &cobra.Command{
+		Use:   "show OPERATION",
+		Short: "Show one operation record",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := env.openStore(cmd.Context(), store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			op, err := st.OperationGet(cmd.Context(), args[0])
+			if err != nil {
+				return usage(err)
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
+			}
+			return env.printOutcome(op, false, false)
+		},
+	}
+	for _, c := range []*cobra.Command{list, show} {
+		c.Flags().StringVar(&store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	}
+	ops.AddCommand(list, show)
+	return ops
+}

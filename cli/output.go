@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// printOutcome writes the final record: one JSON object with --json, one
+// line with --quiet, else a short human summary (with the escalation's
+// decision request when there is one).
+func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool) error {
+	if asJSON {
+		return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
+	}
+	fmt.Fprintln(env.Stdout, summaryLine(op))
+	if quiet {
+		return nil
+	}
+	if len(op.Result) > 0 {
+		fmt.Fprintf(env.Stdout, "result: %s\n", op.Result)
+	}
+	if len(op.ProviderError) > 0 {
+		fmt.Fprintf(env.Stdout, "provider error: %s\n", op.ProviderError)
+	}
+	if op.Escalation != nil {
+		fmt.Fprintln(env.Stdout, op.Escalation.Message)
+		fmt.Fprintf(env.Stdout, "decide with: pollwarden decide %s OPTION\n", op.ID)
+	}
+	return nil
+}
+
+// summaryLine is the one-line outcome of an operation.
+func summaryLine(op *pollwarden.Operation) string {
+	s := string(op.Phase)
+	if op.Reason != "" {
+		s += " " + string(op.Reason)
+	}
+	state := op.LastState
+	if state == "" {
+		state = "-"
+	}
+	return fmt.Sprintf("%s  operation %s  job %s  state %s  requests %d/%d",
+		s, op.ID, op.ProviderJobID, state, op.StatusRequestsUsed, op.MaxStatusRequests)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// progressText is the live line: state, elapsed/deadline, requests used of
+// budget and time to the next check.
+func progressText(op *pollwarden.Operation, next, now time.Time) string {
+	state := op.LastState
+	if state == "" {
+		state = "not yet observed"
+	}
+	total := op.DeadlineAt.Sub(op.StartedAt)
+	in := max(next.Sub(now), 0).Round(time.Second)
+	return fmt.Sprintf("%s · %s / %s · requests %d/%d · next check in %s",
+		state, clockDur(now.Sub(op.StartedAt)), clockDur(total), op.StatusRequestsUsed, op.MaxStatusRequests, in)
+}
+
+// clockDur prints 1:05:09 or 5:09.
+func clockDur(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	h, m, s := int(d/time.Hour), int(d/time.Minute)%60, int(d/time.Second)%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}
+
+// pad keeps a rewritten terminal line from leaving old characters behind.
+func pad(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return s + strings.Repeat(" ", n-len(s))
+}

@@ -1,0 +1,151 @@
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jmespath/go-jmespath"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Extractor applies a contract's JMESPath expressions to status bodies.
+// The expressions are compiled once; an Extractor is safe for concurrent
+// use.
+type Extractor struct {
+	c         *pollwarden.Contract
+	state     *jmespath.JMESPath
+	fields    []compiledField
+	errPath   *jmespath.JMESPath
+	pollAfter *jmespath.JMESPath
+	nextCheck *jmespath.JMESPath
+	expires   *jmespath.JMESPath
+}
+
+type compiledField struct {
+	path string
+	jp   *jmespath.JMESPath
+}
+
+// Compile precompiles every path of c. It fails only for a contract that
+// did not come from Parse (Parse already checks every path).
+func Compile(c *pollwarden.Contract) (*Extractor, error) {
+	if c == nil {
+		return nil, errors.New("contract: Compile: nil contract")
+	}
+	x := &Extractor{c: c}
+	var probs []Problem
+	compile := func(path, expr string, optional bool) *jmespath.JMESPath {
+		if expr == "" && optional {
+			return nil
+		}
+		jp, err := compileExpr(expr)
+		if err != nil {
+			probs = append(probs, Problem{Path: path, Msg: err.Error()})
+		}
+		return jp
+	}
+	x.state = compile("state.path", c.State.Path, false)
+	for i, f := range c.Result.Require {
+		jp := compile(fmt.Sprintf("result.require[%d].path", i), f.Path, false)
+		x.fields = append(x.fields, compiledField{path: f.Path, jp: jp})
+	}
+	x.errPath = compile("result.error_path", c.Result.ErrorPath, true)
+	x.pollAfter = compile("hints.poll_after_seconds", c.Hints.PollAfterSeconds, true)
+	x.nextCheck = compile("hints.next_check_at", c.Hints.NextCheckAt, true)
+	x.expires = compile("hints.job_expires_at", c.Hints.JobExpiresAt, true)
+	if err := problemsOf(probs); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Contract returns the contract the Extractor was compiled from.
+func (x *Extractor) Contract() *pollwarden.Contract { return x.c }
+
+// Extract reduces a status body to the facts the decision core reads. It
+// never fails: what went wrong is in BodyFacts.Problem.
+func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
+	var f pollwarden.BodyFacts
+	if lim := x.c.Status.MaxBodyBytes; lim > 0 && int64(len(body)) > lim {
+		f.Problem = fmt.Sprintf("body is larger than max_body_bytes (%d)", lim)
+		return f
+	}
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		f.Problem = "body is not JSON: " + err.Error()
+		return f
+	}
+	switch v, err := search(x.state, doc); {
+	case err != nil:
+		f.Problem = fmt.Sprintf("state path %q failed: %v", x.c.State.Path, err)
+	case v == nil:
+		f.Problem = fmt.Sprintf("state path %q gave nothing", x.c.State.Path)
+	default:
+		if s, ok := v.(string); ok {
+			f.State, f.HasState = s, true
+		} else {
+			f.Problem = fmt.Sprintf("state path %q gave %s, not a string", x.c.State.Path, jsonType(v))
+		}
+	}
+	for _, fd := range x.fields {
+		if v, err := search(fd.jp, doc); err == nil && v != nil {
+			if f.Fields == nil {
+				f.Fields = make(map[string]any, len(x.fields))
+			}
+			f.Fields[fd.path] = v
+		}
+	}
+	if v, err := search(x.errPath, doc); err == nil && v != nil {
+		if raw, err := json.Marshal(v); err == nil {
+			f.Error = raw
+		}
+	}
+	f.PollAfter = value(x.pollAfter, doc)
+	f.NextCheckAt = value(x.nextCheck, doc)
+	f.JobExpiresAt = value(x.expires, doc)
+	return f
+}
+
+// value is the raw value at jp, nil when absent or on error.
+func value(jp *jmespath.JMESPath, doc any) any {
+	v, err := search(jp, doc)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// search evaluates jp; a nil jp gives nothing, and a panic inside the
+// third-party evaluator becomes an error, since bodies are untrusted.
+func search(jp *jmespath.JMESPath, doc any) (v any, err error) {
+	if jp == nil {
+		return nil, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("evaluation failed: %v", r)
+		}
+	}()
+	return jp.Search(doc)
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}

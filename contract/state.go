@@ -1,0 +1,124 @@
+package contract
+
+import (
+	"fmt"
+
+	"github.com/jmespath/go-jmespath"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// state decodes the state table (R2). A value may sit in one class only:
+// a value that is both pending and success would make the table ambiguous.
+func (d *decoder) state(o *object) pollwarden.StateTable {
+	t := pollwarden.StateTable{}
+	if p, line, ok := o.str("path", true); ok {
+		d.checkPath(line, o.child("path"), p)
+		t.Path = p
+	}
+	first := map[string]string{} // value -> "state.<class>" where first listed
+	class := func(key string) []string {
+		var out []string
+		for _, it := range o.strs(key) {
+			v := it.node.Value
+			switch prev, dup := first[v]; {
+			case v == "":
+				d.addf(it.line, it.path, "a state value may not be empty")
+			case dup && prev == o.child(key):
+				d.addf(it.line, it.path, "%s is listed twice in %s", clip(v), prev)
+			case dup:
+				d.addf(it.line, it.path, "%s is already listed in %s; a value may appear in only one list", clip(v), prev)
+			default:
+				first[v] = o.child(key)
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	t.Pending = class("pending")
+	t.Success = class("success")
+	t.Failure = class("failure")
+	t.Cancelled = class("cancelled")
+	t.Expired = class("expired")
+	for _, k := range []struct {
+		key  string
+		vals []string
+	}{{"pending", t.Pending}, {"success", t.Success}} {
+		if key := k.key; len(k.vals) == 0 && !o.bad {
+			d.addf(o.lineOf(key), o.child(key), "at least one %s value is required", key)
+		}
+	}
+	if u, line, ok := o.str("unlisted", false); ok {
+		switch u {
+		case "stop":
+		case "pending":
+			t.UnlistedPending = true
+		default:
+			d.addf(line, o.child("unlisted"), "must be stop or pending, got %s", clip(u))
+		}
+	}
+	return t
+}
+
+// result decodes what a success must carry (R3).
+func (d *decoder) result(o *object) pollwarden.ResultSpec {
+	r := pollwarden.ResultSpec{ErrorPath: d.optPath(o, "error_path")}
+	for _, it := range o.list("require") {
+		if isNull(it.node) || it.node.Kind != yaml.MappingNode {
+			d.addf(it.line, it.path, "must be a mapping {path, kind}, got %s", kindName(it.node))
+			continue
+		}
+		fo := d.object(it.path, it.line, it.node, []string{"path", "kind"})
+		f := pollwarden.Field{Kind: pollwarden.KindPresent}
+		if p, line, ok := fo.str("path", true); ok {
+			d.checkPath(line, fo.child("path"), p)
+			f.Path = p
+		}
+		if k, line, ok := fo.str("kind", false); ok {
+			switch kind := pollwarden.ResultKind(k); kind {
+			case pollwarden.KindURL, pollwarden.KindString, pollwarden.KindNumber,
+				pollwarden.KindBool, pollwarden.KindPresent:
+				f.Kind = kind
+			default:
+				d.addf(line, fo.child("kind"), "must be one of url, string, number, bool, present; got %s", clip(k))
+			}
+		}
+		r.Require = append(r.Require, f)
+	}
+	return r
+}
+
+// optPath decodes an optional JMESPath expression.
+func (d *decoder) optPath(o *object, key string) string {
+	p, line, ok := o.str(key, false)
+	if !ok {
+		return ""
+	}
+	d.checkPath(line, o.child(key), p)
+	return p
+}
+
+func (d *decoder) checkPath(line int, path, expr string) {
+	if _, err := compileExpr(expr); err != nil {
+		d.addf(line, path, "%v", err)
+	}
+}
+
+// compileExpr compiles a JMESPath expression; the library is third-party
+// code, so a panic on odd input is turned into an error.
+func compileExpr(expr string) (jp *jmespath.JMESPath, err error) {
+	if expr == "" {
+		return nil, fmt.Errorf("must not be empty")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			jp, err = nil, fmt.Errorf("not a valid JMESPath expression %s", clip(expr))
+		}
+	}()
+	jp, err = jmespath.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid JMESPath expression %s: %v", clip(expr), err)
+	}
+	return jp, nil
+}

@@ -1,0 +1,245 @@
+package contract
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// jobIDPlaceholder is the only placeholder a contract URL may hold.
+const jobIDPlaceholder = "{job_id}"
+
+func (d *decoder) status(o *object) pollwarden.StatusCall {
+	s := pollwarden.StatusCall{Method: "GET"}
+	var host string
+	raw, urlLine, urlOK := o.str("url", true)
+	if urlOK {
+		s.URL = raw
+		var msg string
+		if host, msg = checkURL(raw); msg != "" {
+			d.addf(urlLine, o.child("url"), "%s", msg)
+			urlOK = false
+		}
+	}
+	methodLine := o.lineOf("method")
+	if m, line, ok := o.str("method", false); ok {
+		s.Method, methodLine = d.method(line, o.child("method"), m), line
+	}
+	unsafe := o.boolean("unsafe_method")
+	safe := s.Method == "GET" || s.Method == "HEAD"
+	switch {
+	case !safe && !unsafe:
+		d.addf(methodLine, o.child("method"), "%s is not a safe method: a status call must only observe (R16); "+
+			"add unsafe_method: true to accept that every call then needs approval", s.Method)
+	case safe && unsafe:
+		d.addf(o.lineOf("unsafe_method"), o.child("unsafe_method"), "method %s is safe; remove unsafe_method", s.Method)
+	}
+	s.UnsafeMethod = unsafe && !safe
+	s.Credential = d.credential(o.obj("credential", false, "header", "scheme", "secret"))
+	s.Headers = d.headers(o.obj("headers", false), s.Credential)
+	s.Timeout, _ = o.duration("timeout", defaultTimeout, false)
+	s.MaxBodyBytes = int64(o.integer("max_body_bytes", defaultMaxBodyBytes, 1))
+	if h, line, ok := o.str("request_id_header", false); ok {
+		if !isToken(h) {
+			d.addf(line, o.child("request_id_header"), "must be a header name, got %s", clip(h))
+		}
+		s.RequestIDHeader = h
+	}
+	s.AllowedHosts = d.allowedHosts(o)
+	switch {
+	case s.AllowedHosts == nil && urlOK:
+		s.AllowedHosts = []string{host}
+	case urlOK && !hostAllowed(s.AllowedHosts, host):
+		d.addf(urlLine, o.child("url"), "host %s is not in status.allowed_hosts", clip(host))
+	}
+	return s
+}
+
+// method checks and upper-cases an HTTP method.
+func (d *decoder) method(line int, path, m string) string {
+	m = strings.ToUpper(m)
+	if !isToken(m) {
+		d.addf(line, path, "must be an HTTP method such as GET, got %s", clip(m))
+	}
+	return m
+}
+
+// credential decodes where the secret lives. The secret reference is
+// never echoed in a message: if it is wrong, it may be the secret itself.
+func (d *decoder) credential(o *object) *pollwarden.Credential {
+	if !o.present {
+		return nil
+	}
+	c := &pollwarden.Credential{}
+	if h, line, ok := o.str("header", true); ok {
+		if !isToken(h) {
+			d.addf(line, o.child("header"), "must be a header name, got %s", clip(h))
+		}
+		c.Header = h
+	}
+	if sc, line, ok := o.str("scheme", false); ok {
+		if !isToken(sc) {
+			d.addf(line, o.child("scheme"), "must be one word such as Bearer, got %s", clip(sc))
+		}
+		c.Scheme = sc
+	}
+	if ref, line, ok := o.str("secret", true); ok {
+		if msg := checkRef(ref); msg != "" {
+			d.addf(line, o.child("secret"), "%s (value not shown)", msg)
+		} else {
+			c.Ref = ref
+		}
+	}
+	return c
+}
+
+// checkRef accepts env:NAME and file:PATH and nothing else.
+func checkRef(ref string) string {
+	if name, ok := strings.CutPrefix(ref, "env:"); ok {
+		for i, r := range name {
+			if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+				return "env: must name an environment variable ([A-Za-z_][A-Za-z0-9_]*)"
+			}
+		}
+		if name == "" {
+			return "env: must name an environment variable"
+		}
+		return ""
+	}
+	if p, ok := strings.CutPrefix(ref, "file:"); ok {
+		if p == "" || strings.ContainsAny(p, "\x00\n\r") {
+			return "file: must name a file path"
+		}
+		return ""
+	}
+	return "must be env:NAME or file:PATH: a contract names where the secret lives and never holds it"
+}
+
+// headers decodes extra request headers. Headers that carry credentials
+// are refused: they would put a literal secret in the contract.
+func (d *decoder) headers(o *object, cred *pollwarden.Credential) map[string]string {
+	if !o.present {
+		return nil
+	}
+	out := make(map[string]string, len(o.keys))
+	for _, name := range o.keys {
+		v, line, ok := o.str(name, false)
+		if !ok {
+			continue
+		}
+		p := o.child(name)
+		switch canon := strings.ToLower(name); {
+		case !isToken(name):
+			d.addf(o.lineOf(name), p, "not a valid header name")
+		case canon == "authorization" || canon == "proxy-authorization" || canon == "cookie":
+			d.addf(o.lineOf(name), p, "would hold a secret in the contract; use status.credential (value not shown)")
+		case canon == "host":
+			d.addf(o.lineOf(name), p, "may not be set; the host comes from status.url")
+		case cred != nil && strings.EqualFold(name, cred.Header):
+			d.addf(o.lineOf(name), p, "conflicts with status.credential.header")
+		case strings.ContainsAny(v, "\r\n\x00"):
+			d.addf(line, p, "value may not contain line breaks or NUL")
+		default:
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// allowedHosts returns the normalized list, or nil when the key is absent.
+func (d *decoder) allowedHosts(o *object) []string {
+	v, ok := o.get("allowed_hosts", false)
+	if !ok {
+		return nil
+	}
+	items := o.list("allowed_hosts")
+	if v.Kind == yaml.SequenceNode && len(items) == 0 {
+		d.addf(v.Line, o.child("allowed_hosts"), "must list at least one host")
+	}
+	out := []string{}
+	for _, it := range items {
+		if it.node == nil || it.node.Kind != yaml.ScalarNode || isNull(it.node) {
+			d.addf(it.line, it.path, "must be a string, got %s", kindName(it.node))
+			continue
+		}
+		h := normHost(it.node.Value)
+		if h == "" || strings.ContainsAny(h, "/@*?#% \t") || (strings.Contains(h, ":") && net.ParseIP(h) == nil) {
+			d.addf(it.line, it.path, "must be a bare host name (no scheme, port, path or wildcard), got %s", clip(it.node.Value))
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// normHost lower-cases a host name and drops IPv6 brackets and a trailing
+// root dot, so equal hosts compare equal.
+func normHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.TrimSuffix(h, ".")
+}
+
+func hostAllowed(allowed []string, host string) bool {
+	host = normHost(host)
+	for _, a := range allowed {
+		if normHost(a) == host {
+			return true
+		}
+	}
+	return false
+}
+
+// checkURL checks an absolute http(s) URL that may hold {job_id} in its
+// path or query, and returns its host. The URL is not echoed: it could
+// carry user credentials.
+func checkURL(raw string) (host, msg string) {
+	if raw == "" {
+		return "", "must not be empty"
+	}
+	const sentinel = "pollwarden-job-id-placeholder"
+	filled := strings.ReplaceAll(raw, jobIDPlaceholder, sentinel)
+	if strings.ContainsAny(filled, "{}") {
+		return "", "only the {job_id} placeholder is substituted; remove other braces"
+	}
+	u, err := url.Parse(filled)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", "not a valid URL: " + err.Error()
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "must be an absolute http or https URL"
+	case u.Hostname() == "":
+		return "", "must name a host"
+	case u.User != nil:
+		return "", "must not carry user credentials; use status.credential"
+	case strings.Contains(strings.ToLower(u.Host), sentinel):
+		return "", "{job_id} may appear only in the path or query, never in the host"
+	}
+	return normHost(u.Hostname()), ""
+}
+
+// isToken reports whether s is an RFC 9110 token (header names, methods,
+// auth schemes).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			strings.ContainsRune("!#$%&'*+-.^_`|~", r) {
+			continue
+		}
+		return false
+	}
+	return true
+}

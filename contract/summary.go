@@ -1,0 +1,104 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Summary describes a contract in a few lines for `pollwarden contract
+// check`: what each state value means, what stops, and the limits. It
+// names the credential's source, never a secret.
+func Summary(c *pollwarden.Contract) string {
+	if c == nil {
+		return ""
+	}
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	s := c.Status
+	line("contract %s (version %d)", c.Name, c.Version)
+	line("status:     %s %s (timeout %s, body up to %d bytes, hosts %s)",
+		s.Method, s.URL, dur(s.Timeout), s.MaxBodyBytes, list(s.AllowedHosts))
+	if s.UnsafeMethod {
+		line("            unsafe method: every status call needs approval")
+	}
+	if cr := s.Credential; cr != nil {
+		scheme := ""
+		if cr.Scheme != "" {
+			scheme = ", scheme " + cr.Scheme
+		}
+		line("credential: %s in header %s%s", cr.Ref, cr.Header, scheme)
+	} else {
+		line("credential: none")
+	}
+	t := c.State
+	line("state path: %s", t.Path)
+	for _, cl := range []struct {
+		name, then string
+		vals       []string
+	}{
+		{"pending", "poll again", t.Pending},
+		{"success", "succeed if the result is valid", t.Success},
+		{"failure", "stop, keep the provider's error", t.Failure},
+		{"cancelled", "stop", t.Cancelled},
+		{"expired", "stop", t.Expired},
+	} {
+		line("  %-10s %s → %s", cl.name+":", list(cl.vals), cl.then)
+	}
+	if t.UnlistedPending {
+		line("  %-10s any other value counts as pending", "unlisted:")
+	} else {
+		line("  %-10s any other value stops (unknown_state)", "unlisted:")
+	}
+	req := make([]string, 0, len(c.Result.Require))
+	for _, f := range c.Result.Require {
+		req = append(req, fmt.Sprintf("%s (%s)", f.Path, f.Kind))
+	}
+	line("result:     requires %s; error at %s", list(req), orNone(c.Result.ErrorPath))
+	line("hints:      poll_after_seconds %s, next_check_at %s, job_expires_at %s",
+		orNone(c.Hints.PollAfterSeconds), orNone(c.Hints.NextCheckAt), orNone(c.Hints.JobExpiresAt))
+	line("404:        pending for %s after start, then integration_failure", dur(c.NotFoundPendingFor))
+	line("backoff:    base %s, max %s (jittered 50–100%%)", dur(c.Backoff.Base), dur(c.Backoff.Max))
+	l := c.Limits
+	line("limits:     deadline %s, %d status requests, %d transport failures, %d rate-limited answers",
+		dur(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, l.MaxRateLimited)
+	e := c.Escalation
+	line("extension:  %s with %d more checks per approval", dur(e.ExtensionTime), e.ExtensionRequests)
+	if e.ConsoleURL != "" {
+		line("console:    %s", e.ConsoleURL)
+	}
+	if c.Cancel != nil {
+		line("cancel:     %s %s (approver only)", c.Cancel.Method, c.Cancel.URL)
+	} else {
+		line("cancel:     not documented; never offered")
+	}
+	return b.String()
+}
+
+// dur prints a duration without trailing zero units ("40m", not "40m0s").
+func dur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func list(vals []string) string {
+	if len(vals) == 0 {
+		return "(none)"
+	}
+	return strings.Join(vals, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

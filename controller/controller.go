@@ -1,0 +1,109 @@
+// Package controller runs the decision core against the world: it loads and
+// saves records through a pollwarden.Store, holds the lease around one
+// status request, sends it through the prober and persists what package
+// policy decided. Every door (CLI, API, MCP) drives operations through it,
+// so no door re-implements a rule.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/prober"
+)
+
+// Options configures a Controller. Store, Prober, Clock and Rand are
+// required.
+type Options struct {
+	Store  pollwarden.Store
+	Prober *prober.Prober
+	Clock  Clock
+	Rand   policy.Rand
+	// Owner names this process in leases; defaults to host:pid.
+	Owner string
+	// LeaseRetry is how long to wait when another owner holds the lease;
+	// defaults to 200ms.
+	LeaseRetry time.Duration
+}
+
+// Controller drives operations. It is safe for concurrent use on distinct
+// operations; the store's lease keeps one owner per operation across
+// goroutines and processes alike.
+type Controller struct {
+	store      pollwarden.Store
+	prober     *prober.Prober
+	clock      Clock
+	rand       policy.Rand
+	owner      string
+	leaseRetry time.Duration
+}
+
+// New checks opts and returns a Controller.
+func New(opts Options) *Controller {
+	if opts.Store == nil || opts.Prober == nil || opts.Clock == nil || opts.Rand == nil {
+		panic("controller.New: Store, Prober, Clock and Rand are required")
+	}
+	if opts.Owner == "" {
+		host, _ := os.Hostname()
+		opts.Owner = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if opts.LeaseRetry <= 0 {
+		opts.LeaseRetry = 200 * time.Millisecond
+	}
+	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: opts.Rand,
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry}
+}
+
+// Store returns the controller's store, for doors that only read.
+func (c *Controller) Store() pollwarden.Store { return c.store }
+
+// Submit creates the operation, or resumes the stored one with the same id
+// when it is for the same contract, job and request fingerprint (R4). A
+// mismatched resume is refused with ErrInvalid before anything is sent.
+// created is false on a resume; counters are never reset (R11).
+func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (op *pollwarden.Operation, created bool, err error) {
+	ct := ex.Contract()
+	now := c.clock.Now()
+	fresh, events, err := policy.NewOperation(ct, p, now)
+	if err != nil {
+		return nil, false, err
+	}
+	existing, err := c.store.OperationGet(ctx, p.ID)
+	switch {
+	case errors.Is(err, pollwarden.ErrNotFound):
+		err = c.store.OperationCreate(ctx, fresh, events)
+		if errors.Is(err, pollwarden.ErrExists) {
+			return c.Submit(ctx, ex, p) // another process created it first: resume that one
+		}
+		return fresh, err == nil, err
+	case err != nil:
+		return nil, false, err
+	}
+	if err := sameRequest(existing, fresh); err != nil {
+		return nil, false, err
+	}
+	return existing, false, nil
+}
+
+func sameRequest(stored, asked *pollwarden.Operation) error {
+	if stored.Contract == asked.Contract && stored.ProviderJobID == asked.ProviderJobID &&
+		stored.StatusURL == asked.StatusURL && stored.Fingerprint == asked.Fingerprint {
+		return nil
+	}
+	return fmt.Errorf("%w: operation %s was created for contract %q, job %q (fingerprint %s); refusing to resume it with contract %q, job %q (fingerprint %s)",
+		pollwarden.ErrInvalid, stored.ID, stored.Contract, jobOf(stored), stored.Fingerprint[:12],
+		asked.Contract, jobOf(asked), asked.Fingerprint[:12])
+}
+
+func jobOf(op *pollwarden.Operation) string {
+	if op.ProviderJobID != "" {
+		return op.ProviderJobID
+	}
+	return op.StatusURL
+}

@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/prober"
+)
+
+// StepResult says what one step did and when the next is due.
+type StepResult struct {
+	Op *pollwarden.Operation
+	// Sent is true when a status request went out during this step.
+	Sent bool
+	// Until is when the next step is worth taking; zero when Op is final.
+	Until time.Time
+}
+
+// Step runs the controller's fixed order once for operation id: load,
+// checks, lease, reload and re-check, reserve and persist, one request,
+// persist the decision, release (R11, R22). It sends at most one request.
+func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string) (StepResult, error) {
+	ct := ex.Contract()
+	op, err := c.store.OperationGet(ctx, id)
+	if err != nil {
+		return StepResult{}, err
+	}
+	if op.Contract != ct.Name {
+		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, id, op.Contract, ct.Name)
+	}
+	now := c.clock.Now()
+	g := policy.Gate(op, ct, now)
+	switch g.Verdict {
+	case policy.Done:
+		return StepResult{Op: op}, nil
+	case policy.Wait:
+		return StepResult{Op: op, Until: g.Until}, nil
+	case policy.Stop:
+		return c.saveUnleased(ctx, g, now)
+	}
+	lease, err := c.store.LeaseAcquire(ctx, pollwarden.LeaseParams{OperationID: id, Owner: c.owner, Now: now, TTL: leaseTTL(ct)})
+	if errors.Is(err, pollwarden.ErrLeaseHeld) {
+		return StepResult{Op: op, Until: now.Add(c.leaseRetry)}, nil
+	}
+	if err != nil {
+		return StepResult{}, err
+	}
+	defer func() { _ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease) }()
+	return c.owned(ctx, ex, lease)
+}
+
+// owned is the part of a step done under the lease. The record is reloaded
+// first: another owner may have finished the job while we waited (R22).
+func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, lease *pollwarden.Lease) (StepResult, error) {
+	ct := ex.Contract()
+	op, err := c.store.OperationGet(ctx, lease.OperationID)
+	if err != nil {
+		return StepResult{}, err
+	}
+	now := c.clock.Now()
+	g := policy.Gate(op, ct, now)
+	switch g.Verdict {
+	case policy.Done:
+		return StepResult{Op: op}, nil
+	case policy.Wait:
+		return StepResult{Op: op, Until: g.Until}, nil
+	case policy.Stop:
+		return StepResult{Op: g.Op}, c.save(ctx, g.Op, lease, g.Events, now)
+	}
+	reserved, events := policy.Reserve(op, ct, now)
+	if err := c.save(ctx, reserved, lease, events, now); err != nil {
+		return StepResult{}, err
+	}
+	url, err := statusURL(ct, reserved)
+	if err != nil {
+		return c.failUnsent(ctx, reserved, ct, lease, err.Error())
+	}
+	// The request, once reserved, is finished even if the caller is
+	// interrupted, so its answer is persisted rather than lost.
+	resp := c.prober.Status(context.WithoutCancel(ctx), ct, url)
+	if resp.CredentialError != nil {
+		return c.failUnsent(ctx, reserved, ct, lease, resp.CredentialError.Error())
+	}
+	obs := observe(ex, resp)
+	now = c.clock.Now()
+	st := policy.Decide(reserved, ct, obs, now, c.rand)
+	if err := c.save(ctx, st.Op, lease, st.Events, now); err != nil {
+		return StepResult{}, err
+	}
+	res := StepResult{Op: st.Op, Sent: true}
+	if !st.Op.Phase.Terminal() {
+		res.Until = st.Op.NextPollAt
+	}
+	return res, nil
+}
+
+// failUnsent escalates when a reserved request could not be sent at all
+// (no credential, unusable URL): the reservation stays counted (R11).
+func (c *Controller) failUnsent(ctx context.Context, op *pollwarden.Operation, ct *pollwarden.Contract, lease *pollwarden.Lease, why string) (StepResult, error) {
+	now := c.clock.Now()
+	next := op.Clone()
+	events := policy.Escalate(next, ct, pollwarden.ReasonIntegrationFailure, why+"; nothing was sent", now)
+	return StepResult{Op: next}, c.save(ctx, next, lease, events, now)
+}
+
+func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now time.Time) (StepResult, error) {
+	err := c.save(ctx, g.Op, nil, g.Events, now)
+	if errors.Is(err, pollwarden.ErrConflict) || errors.Is(err, pollwarden.ErrLeaseHeld) {
+		// Someone else changed the record or is mid-request: look again soon.
+		return StepResult{Op: g.Op, Until: now.Add(c.leaseRetry)}, nil
+	}
+	return StepResult{Op: g.Op}, err
+}
+
+func (c *Controller) save(ctx context.Context, op *pollwarden.Operation, lease *pollwarden.Lease, events []pollwarden.Event, now time.Time) error {
+	return c.store.OperationSave(context.WithoutCancel(ctx), pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
+}
+
+// leaseTTL covers one request and its persistence, no more: the lease is
+// never held while sleeping, and a dead owner's lease frees itself soon.
+func leaseTTL(ct *pollwarden.Contract) time.Duration {
+	return 2*ct.Status.Timeout + 5*time.Second
+}
+
+func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error) {
+	if op.StatusURL != "" {
+		return op.StatusURL, contract.CheckHost(ct, op.StatusURL)
+	}
+	return contract.StatusURL(ct, op.ProviderJobID)
+}
+
+// observe reduces a response to the facts the core reads.
+func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation {
+	obs := &pollwarden.Observation{
+		SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, Status: r.Status,
+		Transport: r.Transport, TransportDetail: r.TransportDetail,
+		RetryAfter: r.RetryAfter, RequestID: r.RequestID,
+	}
+	switch {
+	case r.Transport != "":
+	case r.BodyTooLarge:
+		obs.Body.Problem = fmt.Sprintf("body larger than max_body_bytes (%d)", ex.Contract().Status.MaxBodyBytes)
+	case r.Status >= 200 && r.Status < 300:
+		obs.Body = ex.Extract(r.Body)
+	}
+	return obs
+}

@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// NewParams is what a caller asks for when handing a job over. Zero limits
+// take the contract's defaults.
+type NewParams struct {
+	ID            string
+	ProviderJobID string
+	StatusURL     string
+	// Deadline, when set, is the workflow's deadline for this operation.
+	Deadline             time.Time
+	MaxStatusRequests    int
+	MaxTransportFailures int
+	// MayRaise is true only when an approver creates the operation; then
+	// limits above the contract's defaults are accepted (R20).
+	MayRaise bool
+}
+
+// NewOperation builds the record that must be stored before the first
+// status request (R4, R10): the deadline, every budget and the expected
+// terminal states, with the credential by name only. Limits may be lowered
+// freely; raising one above the contract's needs an approver.
+func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+	var problems []string
+	lim := c.Limits
+	deadline := now.Add(lim.Deadline)
+	if !p.Deadline.IsZero() {
+		switch {
+		case !p.Deadline.After(now):
+			problems = append(problems, fmt.Sprintf("deadline %s is not in the future", p.Deadline.UTC().Format(time.RFC3339)))
+		case p.Deadline.After(deadline) && !p.MayRaise:
+			problems = append(problems, fmt.Sprintf("deadline %s is later than the contract's %s; only an approver may raise it",
+				p.Deadline.UTC().Format(time.RFC3339), lim.Deadline))
+		default:
+			deadline = p.Deadline
+		}
+	}
+	maxReq := pickLimit(&problems, "max status requests", p.MaxStatusRequests, lim.MaxStatusRequests, p.MayRaise)
+	maxFail := pickLimit(&problems, "max transport failures", p.MaxTransportFailures, lim.MaxTransportFailures, p.MayRaise)
+	if p.ProviderJobID == "" && p.StatusURL == "" {
+		problems = append(problems, "a job id or a status URL is required")
+	}
+	if p.ID == "" {
+		problems = append(problems, "an operation id is required")
+	}
+	if len(problems) > 0 {
+		return nil, nil, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
+	}
+	op := &pollwarden.Operation{
+		ID: p.ID, Contract: c.Name, ProviderJobID: p.ProviderJobID, StatusURL: p.StatusURL,
+		ExpectedTerminal: c.TerminalStates(), StartedAt: now, DeadlineAt: deadline,
+		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
+		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
+	}
+	if !p.Deadline.IsZero() {
+		bd := deadline
+		op.BusinessDeadlineAt = &bd
+	}
+	if cr := c.Status.Credential; cr != nil {
+		op.CredentialName = cr.Ref
+	}
+	op.Fingerprint = Fingerprint(c, op.ProviderJobID, op.StatusURL, op.CredentialName)
+	dl := op.DeadlineAt
+	ev := newEvent(op, now, pollwarden.EventSubmitted, pollwarden.EventData{
+		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq,
+		Detail: fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited),
+	})
+	return op, []pollwarden.Event{ev}, nil
+}
+
+func pickLimit(problems *[]string, name string, asked, contract int, mayRaise bool) int {
+	switch {
+	case asked == 0:
+		return contract
+	case asked < 0:
+		*problems = append(*problems, fmt.Sprintf("%s must be positive, got %d", name, asked))
+	case asked > contract && !mayRaise:
+		*problems = append(*problems, fmt.Sprintf("%s %d is above the contract's %d; only an approver may raise it", name, asked, contract))
+	}
+	return asked
+}
+
+// Fingerprint identifies the original request: contract, status call,
+// job and credential name (never the secret). A resume whose fingerprint
+// differs would poll another job and is refused (R4).
+func Fingerprint(c *pollwarden.Contract, jobID, statusURL, credential string) string {
+	h := sha256.New()
+	for _, s := range []string{c.Name, c.Status.Method, c.Status.URL, jobID, statusURL, credential} {
+		fmt.Fprintf(h, "%d:%s\n", len(s), s)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}

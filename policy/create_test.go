@@ -1,0 +1,71 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+func TestR10_RecordCarriesEveryLimitBeforeTheFirstRequest(t *testing.T) {
+	c := testContract()
+	op, evs, err := NewOperation(c, NewParams{ID: "op1", ProviderJobID: "exp_71c", Deadline: t0.Add(20 * time.Minute), MaxStatusRequests: 5}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !op.DeadlineAt.Equal(t0.Add(20*time.Minute)) || op.MaxStatusRequests != 5 || op.MaxTransportFailures != 3 || op.MaxRateLimited != 3 {
+		t.Fatalf("limits %+v", op)
+	}
+	if op.BusinessDeadlineAt == nil || op.StatusRequestsUsed != 0 || op.Phase != pollwarden.PhaseWaiting {
+		t.Fatalf("record %+v", op)
+	}
+	if len(evs) != 1 || evs[0].Kind != pollwarden.EventSubmitted {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestR4_RecordKeepsJobAccountFingerprintAndTerminalStates(t *testing.T) {
+	c := testContract()
+	op := newOp(t, c)
+	if op.ProviderJobID != "exp_71c" || op.CredentialName != "env:EXPORT_API_TOKEN" || op.Fingerprint == "" {
+		t.Fatalf("record %+v", op)
+	}
+	if got := strings.Join(op.ExpectedTerminal, ","); got != "succeeded,failed,cancelled,expired" {
+		t.Fatalf("expected terminal states %s", got)
+	}
+	other := Fingerprint(c, "exp_72d", "", op.CredentialName)
+	if other == op.Fingerprint {
+		t.Fatal("another job has the same fingerprint")
+	}
+	c2 := testContract()
+	c2.Status.URL = "https://api.example.com/v2/jobs/{job_id}"
+	if Fingerprint(c2, "exp_71c", "", op.CredentialName) == op.Fingerprint {
+		t.Fatal("another status call has the same fingerprint")
+	}
+}
+
+func TestR10_LimitsMayBeLoweredNotRaised(t *testing.T) {
+	c := testContract()
+	for name, p := range map[string]NewParams{
+		"raise requests":       {ProviderJobID: "j", MaxStatusRequests: 13},
+		"raise failures":       {ProviderJobID: "j", MaxTransportFailures: 4},
+		"later deadline":       {ProviderJobID: "j", Deadline: t0.Add(41 * time.Minute)},
+		"negative budget":      {ProviderJobID: "j", MaxStatusRequests: -1},
+		"deadline in the past": {ProviderJobID: "j", Deadline: t0.Add(-time.Second)},
+		"no job":               {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p.ID = "op"
+			_, _, err := NewOperation(c, p, t0)
+			if !errors.Is(err, pollwarden.ErrInvalid) {
+				t.Fatalf("err %v, want ErrInvalid", err)
+			}
+		})
+	}
+	op, _, err := NewOperation(c, NewParams{ID: "op", ProviderJobID: "j", MaxStatusRequests: 20, MayRaise: true}, t0)
+	if err != nil || op.MaxStatusRequests != 20 {
+		t.Fatalf("an approver may raise: %v", err)
+	}
+}

@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// DecisionParams is a person's answer to an escalation.
+type DecisionParams struct {
+	Option string
+	Actor  pollwarden.Actor
+	Note   string
+}
+
+// Apply records a decision on an escalated operation (R20). Options that
+// grant authority are refused unless the actor is an approver. An extension
+// sets a new deadline and adds to the budgets; it never resets a counter.
+// A cancel is only marked here: the call itself is a separate action with
+// its own record (R23), so the caller performs it and then calls Cancelled.
+func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
+		return nil, nil, fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
+	}
+	var opt *pollwarden.Option
+	var ids []string
+	for i := range op.Escalation.Options {
+		o := &op.Escalation.Options[i]
+		ids = append(ids, o.ID)
+		if o.ID == p.Option {
+			opt = o
+		}
+	}
+	if opt == nil {
+		return nil, nil, fmt.Errorf("%w: option %q is not offered; choose one of %s", pollwarden.ErrInvalid, p.Option, strings.Join(ids, ", "))
+	}
+	if opt.GrantsAuthority && !p.Actor.Role.CanGrant() {
+		return nil, nil, fmt.Errorf("%w: %q grants new authority; only an approver may choose it (%s is %s)",
+			pollwarden.ErrForbidden, opt.ID, p.Actor.Name, p.Actor.Role)
+	}
+	next := op.Clone()
+	actor := p.Actor
+	data := pollwarden.EventData{
+		Actor: &actor, Option: opt.ID, Detail: p.Note, State: op.LastState, Reason: op.Reason,
+		Elapsed: elapsed(op, now), RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,
+		FailuresUsed: op.TransportFailuresUsed, RateLimited: op.RateLimitedUsed,
+	}
+	var extra []pollwarden.Event
+	switch opt.ID {
+	case pollwarden.OptionExtend:
+		dl := extendedDeadline(op, c.Escalation.ExtensionTime, now)
+		next.DeadlineAt = dl
+		next.MaxStatusRequests += c.Escalation.ExtensionRequests
+		switch op.Reason {
+		case pollwarden.ReasonRateLimited:
+			next.MaxRateLimited++
+		case pollwarden.ReasonProviderFailure:
+			next.MaxTransportFailures++
+		}
+		extra = reopen(next, now, pollwarden.DelayManualExtension)
+		data.DeadlineAt, data.MaxRequests = &dl, next.MaxStatusRequests
+		data.Decision = fmt.Sprintf("extended to %s with budget %d", dl.UTC().Format(time.RFC3339), next.MaxStatusRequests)
+	case pollwarden.OptionApproveCall:
+		next.ApprovedCalls++
+		extra = reopen(next, now, pollwarden.DelayManualExtension)
+		data.Decision = "one status call approved"
+	case pollwarden.OptionAbandon:
+		next.Phase = pollwarden.PhaseFailed
+		next.Escalation.Options = nil
+		data.Decision = "abandoned: closed as failed"
+	case pollwarden.OptionCancel:
+		data.Decision = "cancel at provider requested"
+	case pollwarden.OptionInspect:
+		data.Decision = "console inspection noted; the operation stays escalated"
+	}
+	ev := newEvent(next, now, pollwarden.EventDecision, data)
+	return next, append([]pollwarden.Event{ev}, extra...), nil
+}
+
+// reopen returns an escalated record to waiting with the next poll due now.
+func reopen(op *pollwarden.Operation, now time.Time, src pollwarden.DelaySource) []pollwarden.Event {
+	op.Phase, op.Reason, op.Escalation, op.FinishedAt = pollwarden.PhaseWaiting, "", nil, nil
+	op.NextPollAt, op.NextPollSource = now, src
+	t := now
+	return []pollwarden.Event{newEvent(op, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
+		NextPollAt: &t, DelaySource: src, RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,
+	})}
+}
+
+// Cancelled records the outcome of the separate cancel action (R23).
+func Cancelled(op *pollwarden.Operation, ok bool, detail string, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
+	next := op.Clone()
+	data := pollwarden.EventData{Option: pollwarden.OptionCancel, Detail: detail}
+	if ok {
+		next.Phase = pollwarden.PhaseCancelled
+		next.Escalation = nil
+		data.Decision = "cancelled at provider"
+	} else {
+		data.Decision = "cancel at provider failed; the operation stays escalated"
+	}
+	return next, []pollwarden.Event{newEvent(next, now, pollwarden.EventAction, data)}
+}
+
+// RequestExtension records an agent's request for more time or requests.
+// It grants nothing (R20): only an approver's decision changes limits.
+func RequestExtension(op *pollwarden.Operation, actor pollwarden.Actor, extraTime time.Duration, extraRequests int, justification string, now time.Time) []pollwarden.Event {
+	a := actor
+	return []pollwarden.Event{newEvent(op, now, pollwarden.EventExtensionRequested, pollwarden.EventData{
+		Actor: &a, Detail: fmt.Sprintf("asks for %s and %d more status requests: %s", extraTime, extraRequests, justification),
+		RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests, Elapsed: elapsed(op, now),
+	})}
+}

@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Escalate stops op with reason r and attaches the bounded decision a
+// person is asked for (R19). It mutates op and returns the event to record.
+func Escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, detail string, now time.Time) []pollwarden.Event {
+	op.Phase = pollwarden.PhaseEscalated
+	op.Reason = r
+	t := now
+	op.FinishedAt = &t
+	opts := Options(op, c, r, now)
+	op.Escalation = &pollwarden.Escalation{
+		Reason:  r,
+		Message: message(op, r, detail, opts, now),
+		Options: opts,
+		At:      now,
+	}
+	return []pollwarden.Event{newEvent(op, now, pollwarden.EventEscalated, pollwarden.EventData{
+		State:        op.LastState,
+		Reason:       r,
+		Detail:       detail,
+		RequestsUsed: op.StatusRequestsUsed,
+		MaxRequests:  op.MaxStatusRequests,
+		Elapsed:      elapsed(op, now),
+		Options:      opts,
+	})}
+}
+
+// Options lists the bounded choices for reason r (R19, R21). Each states
+// its cost and the limit it would set. An authorization failure is never
+// offered a retry with the same credential; cancel appears only when the
+// contract documents a cancel action; resubmission is never offered.
+func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, now time.Time) []pollwarden.Option {
+	var opts []pollwarden.Option
+	ext := c.Escalation
+	switch {
+	case c.Status.UnsafeMethod && op.ApprovedCalls <= 0 && r == pollwarden.ReasonIntegrationFailure:
+		opts = append(opts, pollwarden.Option{
+			ID:              pollwarden.OptionApproveCall,
+			Label:           fmt.Sprintf("Approve one %s status call (request %d of %d)", c.Status.Method, op.StatusRequestsUsed+1, op.MaxStatusRequests),
+			GrantsAuthority: true,
+		})
+	case r != pollwarden.ReasonAuthorizationDenied:
+		dl := extendedDeadline(op, ext.ExtensionTime, now)
+		newMax := op.MaxStatusRequests + ext.ExtensionRequests
+		opts = append(opts, pollwarden.Option{
+			ID: pollwarden.OptionExtend,
+			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d)%s",
+				humanDuration(ext.ExtensionTime), ext.ExtensionRequests, dl.UTC().Format("15:04:05 UTC"), newMax, extendNote(r)),
+			ExtraTime:            ext.ExtensionTime.String(),
+			ExtraStatusRequests:  ext.ExtensionRequests,
+			NewDeadline:          &dl,
+			NewMaxStatusRequests: newMax,
+			GrantsAuthority:      true,
+		})
+	}
+	if c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied {
+		opts = append(opts, pollwarden.Option{
+			ID:              pollwarden.OptionCancel,
+			Label:           fmt.Sprintf("Cancel at provider (%s %s); costs one call", c.Cancel.Method, substituteJob(c.Cancel.URL, op.ProviderJobID)),
+			GrantsAuthority: true,
+		})
+	}
+	if c.Escalation.ConsoleURL != "" {
+		opts = append(opts, pollwarden.Option{
+			ID:    pollwarden.OptionInspect,
+			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op.ProviderJobID),
+		})
+	}
+	opts = append(opts, pollwarden.Option{
+		ID:    pollwarden.OptionAbandon,
+		Label: "Stop waiting and close the operation as failed; nothing more is sent",
+	})
+	return opts
+}
+
+func extendNote(r pollwarden.Reason) string {
+	switch r {
+	case pollwarden.ReasonRateLimited:
+		return ", and 1 more rate-limited answer"
+	case pollwarden.ReasonProviderFailure:
+		return ", and 1 more transport failure"
+	case pollwarden.ReasonUnknownState:
+		return "; an unlisted state stops again"
+	}
+	return ""
+}
+
+// extendedDeadline grants time from the later of the old deadline and now,
+// so an extension is never eaten by time already past.
+func extendedDeadline(op *pollwarden.Operation, d time.Duration, now time.Time) time.Time {
+	base := op.DeadlineAt
+	if now.After(base) {
+		base = now
+	}
+	return base.Add(d)
+}
+
+// message is the decision request of R19: enough to decide, nothing secret,
+// never a bare "continue?".
+func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts []pollwarden.Option, now time.Time) string {
+	var b strings.Builder
+	b.WriteString("External job needs a decision\n")
+	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", op.ID, op.ProviderJobID)
+	last := op.LastState
+	if last == "" {
+		last = "(none observed)"
+	}
+	fmt.Fprintf(&b, "Last state: %s\nElapsed time: %s\n", last, elapsed(op, now))
+	fmt.Fprintf(&b, "Status requests: %d of %d\n", op.StatusRequestsUsed, op.MaxStatusRequests)
+	if op.LastHTTPAt != nil {
+		if op.LastHTTP != 0 {
+			fmt.Fprintf(&b, "Last HTTP result: %d at %s\n", op.LastHTTP, op.LastHTTPAt.UTC().Format("15:04:05 UTC"))
+		} else {
+			fmt.Fprintf(&b, "Last HTTP result: no answer at %s\n", op.LastHTTPAt.UTC().Format("15:04:05 UTC"))
+		}
+	} else {
+		b.WriteString("Last HTTP result: none\n")
+	}
+	fmt.Fprintf(&b, "Stopped because: %s (%s)\n", r, detail)
+	b.WriteString("Options:")
+	for _, o := range opts {
+		fmt.Fprintf(&b, "\n  [%s] %s", o.ID, o.Label)
+	}
+	return b.String()
+}
+
+func elapsed(op *pollwarden.Operation, now time.Time) string {
+	return now.Sub(op.StartedAt).Round(time.Second).String()
+}
+
+// humanDuration says "15 minutes" where it reads better than "15m0s".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0 && d >= time.Hour:
+		return plural(int(d/time.Hour), "hour")
+	case d%time.Minute == 0 && d >= time.Minute:
+		return plural(int(d/time.Minute), "minute")
+	case d%time.Second == 0:
+		return plural(int(d/time.Second), "second")
+	}
+	return d.String()
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+func substituteJob(tmpl, jobID string) string {
+	return strings.ReplaceAll(tmpl, "{job_id}", jobID)
+}

@@ -1,0 +1,46 @@
+package prober
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+)
+
+// resolve reads the secret behind ref at request time, so a rotated secret
+// is picked up without a restart and nothing but the reference is ever
+// stored. Errors name the reference, never a value: a malformed reference
+// is not echoed at all, since a user may have pasted the secret itself.
+func (p *Prober) resolve(ref string) (string, error) {
+	kind, name, _ := strings.Cut(ref, ":")
+	var secret string
+	switch {
+	case kind == "env" && name != "":
+		v, ok := p.getenv(name)
+		if !ok {
+			return "", fmt.Errorf("credential %s is not set", ref)
+		}
+		secret = v
+	case kind == "file" && name != "":
+		b, err := p.readFile(name)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is already in the message
+			}
+			return "", fmt.Errorf("credential %s cannot be read: %w", ref, err)
+		}
+		secret = strings.TrimRight(string(b), "\r\n")
+	default:
+		return "", errors.New("credential reference is neither env:NAME nor file:PATH")
+	}
+	if secret == "" {
+		return "", fmt.Errorf("credential %s is empty", ref)
+	}
+	for _, r := range secret {
+		if (r < 0x20 && r != '\t') || r == 0x7f {
+			return "", fmt.Errorf("credential %s holds a control character or line break", ref)
+		}
+	}
+	return secret, nil
+}

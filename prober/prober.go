@@ -1,0 +1,161 @@
+// Package prober is the only code in pollwarden that talks to providers and
+// the only code that ever holds a secret. It sends exactly one logical
+// request per call (following allowed redirects), resolves the credential at
+// request time, and hands back a Response from which every trace of the
+// secret has been removed (R27), so nothing downstream — store, audit, API,
+// MCP — can leak what it never received. It never logs.
+package prober
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Defaults used when a contract leaves a bound at zero. The contract package
+// normally fills these in; the prober still refuses to be unbounded.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultMaxBodyBytes = 1 << 20
+	// MaxRedirects is how many redirects one call follows before refusing.
+	MaxRedirects = 5
+)
+
+// Options configure a Prober. Only Now is required.
+type Options struct {
+	// Transport defaults to a clone of http.DefaultTransport with the
+	// environment proxy turned off: an HTTP_PROXY picked up silently would
+	// receive the credential header for plain-http providers.
+	Transport http.RoundTripper
+	// Getenv resolves env: references; default os.LookupEnv.
+	Getenv func(string) (string, bool)
+	// ReadFile resolves file: references; default os.ReadFile.
+	ReadFile func(string) ([]byte, error)
+	// Now stamps SentAt and ReceivedAt; required so tests and the
+	// controller share one clock.
+	Now func() time.Time
+	// UserAgent is sent unless the contract's headers set one; default
+	// "pollwarden".
+	UserAgent string
+}
+
+// Prober sends status and action requests. It is safe for concurrent use.
+type Prober struct {
+	client    *http.Client
+	getenv    func(string) (string, bool)
+	readFile  func(string) ([]byte, error)
+	now       func() time.Time
+	userAgent string
+}
+
+// New returns a Prober. It panics when opts.Now is nil, a programming error.
+func New(opts Options) *Prober {
+	if opts.Now == nil {
+		panic("prober: Options.Now is required")
+	}
+	rt := opts.Transport
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		t.MaxResponseHeaderBytes = 64 << 10
+		rt = t
+	}
+	p := &Prober{
+		// Redirects are followed by hand (see call) so that the allowed-host
+		// check and the credential header are decided per hop by us, not by
+		// net/http's domain heuristics, which forward custom headers.
+		client: &http.Client{
+			Transport:     rt,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		getenv:    opts.Getenv,
+		readFile:  opts.ReadFile,
+		now:       opts.Now,
+		userAgent: opts.UserAgent,
+	}
+	if p.getenv == nil {
+		p.getenv = os.LookupEnv
+	}
+	if p.readFile == nil {
+		p.readFile = os.ReadFile
+	}
+	if p.userAgent == "" {
+		p.userAgent = "pollwarden"
+	}
+	return p
+}
+
+// Response is what one call produced, already secret-free.
+//
+// How to read it, in order: CredentialError set → nothing was sent, the
+// credential could not be resolved. Otherwise Transport set → no usable
+// answer (Status, when nonzero, is the last code seen: a refused redirect, or
+// an answer whose body could not be read). Otherwise Status is the answer.
+type Response struct {
+	// Sent is true once the request was handed to the transport. False
+	// means nothing left this process (credential unavailable, URL or host
+	// refused before sending), so the call is not an ambiguous delivery.
+	Sent       bool
+	SentAt     time.Time
+	ReceivedAt time.Time
+	Status     int
+	// Transport is one of the pollwarden.Transport* classes, "" when an
+	// HTTP answer arrived and was read.
+	Transport string
+	// TransportDetail is short and secret-free.
+	TransportDetail string
+	// RetryAfter is the raw Retry-After header of the last answer.
+	RetryAfter string
+	// RequestID is the provider's request id (contract header first).
+	RequestID string
+	// Location is the raw Location header of the last answer.
+	Location string
+	// Body is nil when BodyTooLarge or unreadable.
+	Body         []byte
+	BodyTooLarge bool
+	// CredentialError names the reference that failed, never the secret.
+	CredentialError error
+}
+
+// Status sends the contract's status request to statusURL (the contract's
+// URL with the job id already filled in).
+func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL string) Response {
+	method := c.Status.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return p.call(ctx, c, method, statusURL)
+}
+
+// Action sends a provider action (cancel) to url with a.Method (default
+// POST), under the status call's credential, hosts, timeout and body cap.
+func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollwarden.Action, url string) Response {
+	method := a.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	return p.call(ctx, c, method, url)
+}
+
+// call wraps send so that redaction runs on every path out.
+func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string) Response {
+	var secret, value string
+	if cred := c.Status.Credential; cred != nil {
+		s, err := p.resolve(cred.Ref)
+		if err != nil {
+			return Response{CredentialError: err}
+		}
+		secret, value = s, s
+		if cred.Scheme != "" {
+			value = cred.Scheme + " " + s
+		}
+	}
+	resp := p.send(ctx, c, method, rawURL, value)
+	if secret != "" {
+		redact(&resp, secret)
+	}
+	return resp
+}

@@ -1,0 +1,151 @@
+package prober
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+func redirectTo(target string, code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "req-redirect")
+		http.Redirect(w, r, target, code)
+	}
+}
+
+func TestRedirectToDisallowedHostIsRefused(t *testing.T) {
+	b, baseB := serve(t, "evil.test", nil)
+	a, baseA := serve(t, "api.test", redirectTo(baseB+"/steal", http.StatusFound))
+	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
+	resp := p.Status(context.Background(), testContract("api.test"), baseA+"/j")
+
+	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "evil.test") {
+		t.Errorf("transport = %q %q", resp.Transport, resp.TransportDetail)
+	}
+	if resp.Status != http.StatusFound || resp.RequestID != "req-redirect" || !resp.Sent {
+		t.Errorf("resp = %+v", resp)
+	}
+	if n := len(a.requests()); n != 1 {
+		t.Errorf("first server got %d requests", n)
+	}
+	if n := len(b.requests()); n != 0 {
+		t.Errorf("disallowed host received %d requests (credential may have leaked)", n)
+	}
+}
+
+func TestAllowedRedirectIsFollowedWithCredential(t *testing.T) {
+	b, baseB := serve(t, "files.test", nil)
+	_, baseA := serve(t, "api.test", redirectTo(baseB+"/moved", http.StatusTemporaryRedirect))
+	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
+	resp := p.Status(context.Background(), testContract("API.test", "files.test:9"), baseA+"/j")
+
+	if resp.Status != 200 || resp.Transport != "" || string(resp.Body) != `{"state":"running"}` {
+		t.Fatalf("resp = %+v", resp)
+	}
+	reqs := b.requests()
+	if len(reqs) != 1 || reqs[0].URL.Path != "/moved" || reqs[0].Header.Get("Authorization") != "Bearer "+token {
+		t.Errorf("second server saw %d requests", len(reqs))
+	}
+}
+
+func TestInitialHostMustBeAllowed(t *testing.T) {
+	rc, base := serve(t, "other.test", nil)
+	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract("api.test"), base)
+	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "other.test") || resp.Sent {
+		t.Errorf("resp = %+v", resp)
+	}
+	if len(rc.requests()) != 0 {
+		t.Error("a request reached a host outside allowed_hosts")
+	}
+}
+
+func TestEmptyAllowedHostsFallsBackToContractURL(t *testing.T) {
+	_, base := serve(t, "api.test", nil)
+	c := testContract()
+	c.Status.URL = "http://api.test/v1/jobs/{job_id}"
+	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
+	if resp := p.Status(context.Background(), c, base); resp.Status != 200 {
+		t.Errorf("contract url host not allowed by default: %+v", resp)
+	}
+	c.Status.URL = ""
+	if resp := p.Status(context.Background(), c, base); resp.Transport != pollwarden.TransportRedirect {
+		t.Errorf("no hosts at all should allow nothing: %+v", resp)
+	}
+}
+
+func TestTooManyRedirects(t *testing.T) {
+	var loop *recorder
+	loop, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/again", http.StatusFound)
+	})
+	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract("api.test"), base)
+	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "more than 5") {
+		t.Errorf("resp = %+v", resp)
+	}
+	if n := len(loop.requests()); n != MaxRedirects+1 {
+		t.Errorf("server got %d requests, want %d", n, MaxRedirects+1)
+	}
+}
+
+func TestRedirectDowngradeRefused(t *testing.T) {
+	plain, basePlain := serve(t, "api.test", nil)
+	port := basePlain[strings.LastIndex(basePlain, ":"):]
+	tlsSrv := httptest.NewTLSServer(redirectTo("http://127.0.0.1"+port+"/", http.StatusFound))
+	defer tlsSrv.Close()
+	p := New(Options{
+		Transport: tlsSrv.Client().Transport,
+		Getenv:    func(string) (string, bool) { return token, true },
+		Now:       func() time.Time { return fixedNow },
+	})
+	resp := p.Status(context.Background(), testContract("127.0.0.1"), tlsSrv.URL)
+	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "downgrade") {
+		t.Errorf("resp = %+v", resp)
+	}
+	if len(plain.requests()) != 0 {
+		t.Error("credential sent over plain http after a downgrade")
+	}
+}
+
+func TestRedirectMethod(t *testing.T) {
+	cases := []struct {
+		code         int
+		method, want string
+	}{
+		{302, "POST", "GET"}, {303, "POST", "GET"}, {307, "POST", "POST"}, {308, "DELETE", "DELETE"}, {301, "GET", "GET"},
+	}
+	for _, tc := range cases {
+		if got := redirectMethod(tc.code, tc.method); got != tc.want {
+			t.Errorf("redirectMethod(%d, %s) = %s, want %s", tc.code, tc.method, got, tc.want)
+		}
+	}
+}
+
+func TestHostAllowed(t *testing.T) {
+	allowed := []string{"API.example.com", "files.example.com:8443", "[::1]", "127.0.0.1"}
+	for host, want := range map[string]bool{
+		"api.example.com":       true,
+		"api.EXAMPLE.com:443":   true,
+		"api.example.com.":      true,
+		"files.example.com":     true,
+		"[::1]:8080":            true,
+		"127.0.0.1:1":           true,
+		"evil.example.com":      false,
+		"api.example.com.evil":  false,
+		"":                      false,
+		"example.com":           false,
+		"sub.api.example.com":   false,
+		"api.example.com@evil":  false,
+		"127.0.0.2":             false,
+		"api.example.com:":      true,
+		"files.example.com:443": true,
+	} {
+		if got := HostAllowed(allowed, host); got != want {
+			t.Errorf("HostAllowed(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// maxRequestIDLen bounds what a provider can push into the store as a
+// request id.
+const maxRequestIDLen = 256
+
+// send performs the request and its redirects. credValue is the full
+// credential header value ("" when the contract has no credential).
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
+	}
+	if u.User != nil {
+		return Response{Transport: pollwarden.TransportOther, TransportDetail: "url carries user info; use a credential reference"}
+	}
+	allowed := allowedHosts(c)
+	if !HostAllowed(allowed, u.Host) {
+		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: "host " + u.Hostname() + " is not in allowed_hosts; nothing sent"}
+	}
+
+	timeout := c.Status.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	limit := c.Status.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	for hop := 0; ; hop++ {
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		if err != nil {
+			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+short(err.Error())
+			return resp
+		}
+		req.Header.Set("User-Agent", p.userAgent)
+		for k, v := range c.Status.Headers {
+			req.Header.Set(k, v)
+		}
+		if cred := c.Status.Credential; cred != nil {
+			// Set last so a contract header of the same name cannot
+			// replace it; only ever reached for an allowed host.
+			req.Header.Set(cred.Header, credValue)
+		}
+		if !resp.Sent {
+			resp.Sent, resp.SentAt = true, p.now()
+		}
+		r, err := p.client.Do(req)
+		if err != nil {
+			resp.ReceivedAt = p.now()
+			resp.Transport, resp.TransportDetail = classify(ctx, err, timeout)
+			return resp
+		}
+		resp.Status = r.StatusCode
+		resp.RetryAfter = r.Header.Get("Retry-After")
+		resp.RequestID = requestID(r.Header, c.Status.RequestIDHeader)
+		resp.Location = r.Header.Get("Location")
+
+		if next, why, follow := p.redirect(u, r, hop, allowed); follow || why != "" {
+			discard(r)
+			if why != "" {
+				resp.ReceivedAt = p.now()
+				resp.Transport, resp.TransportDetail = pollwarden.TransportRedirect, why
+				return resp
+			}
+			u, method = next, redirectMethod(r.StatusCode, method)
+			continue
+		}
+
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		r.Body.Close()
+		resp.ReceivedAt = p.now()
+		switch {
+		case err != nil:
+			class, detail := classify(ctx, err, timeout)
+			resp.Transport, resp.TransportDetail = class, "reading body: "+detail
+		case int64(len(body)) > limit:
+			resp.BodyTooLarge = true
+		default:
+			resp.Body = body
+		}
+		return resp
+	}
+}
+
+// redirect decides what to do with a 3xx. It returns the next URL and
+// follow=true to go on, a non-empty why to refuse, or neither when the
+// answer is not a redirect to follow (no Location, or 300/304).
+func (p *Prober) redirect(cur *url.URL, r *http.Response, hop int, allowed []string) (next *url.URL, why string, follow bool) {
+	switch r.StatusCode {
+	case 301, 302, 303, 307, 308:
+	default:
+		return nil, "", false
+	}
+	loc := r.Header.Get("Location")
+	if loc == "" {
+		return nil, "", false
+	}
+	next, err := cur.Parse(loc)
+	switch {
+	case err != nil:
+		return nil, "redirect refused: unparseable Location", false
+	case hop >= MaxRedirects:
+		return nil, fmt.Sprintf("redirect refused: more than %d redirects", MaxRedirects), false
+	case next.Scheme != "http" && next.Scheme != "https":
+		return nil, "redirect refused: scheme " + short(next.Scheme) + " is not http(s)", false
+	case cur.Scheme == "https" && next.Scheme == "http":
+		return nil, "redirect refused: downgrade from https to http", false
+	case next.User != nil:
+		return nil, "redirect refused: Location carries user info", false
+	case !HostAllowed(allowed, next.Host):
+		return nil, "redirect to host " + short(next.Hostname()) + " refused: not in allowed_hosts", false
+	}
+	return next, "", true
+}
+
+// redirectMethod mirrors net/http: 301/302/303 turn a non-GET/HEAD into GET,
+// 307/308 keep the method.
+func redirectMethod(code int, method string) string {
+	if code == 307 || code == 308 || method == http.MethodGet || method == http.MethodHead {
+		return method
+	}
+	return http.MethodGet
+}
+
+// discard drains a little of a body we will not use so the connection can be
+// reused, then closes it.
+func discard(r *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+	r.Body.Close()
+}
+
+// requestID returns the first non-empty provider request id header.
+func requestID(h http.Header, contractHeader string) string {
+	names := []string{"X-Request-Id", "Request-Id", "X-Amzn-Requestid", "X-Ms-Request-Id"}
+	if contractHeader != "" {
+		names = append([]string{contractHeader}, names...)
+	}
+	for _, n := range names {
+		if v := h.Get(n); v != "" {
+			if len(v) > maxRequestIDLen {
+				v = v[:maxRequestIDLen]
+			}
+			return v
+		}
+	}
+	return ""
+}
