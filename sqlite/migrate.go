@@ -1,0 +1,166 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// migrationFiles are the numbered schema steps, NNN_name.sql, applied in
+// order and each exactly once; a released file is never edited, only
+// followed by a new one.
+//
+//go:embed migration/*.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migration/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, n := range names {
+		base := path.Base(n)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration file %q: name must be NNN_name.sql", base)
+		}
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %q: expected number %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// identity is what a file says about its owner.
+type identity struct {
+	appID   int64
+	objects int // schema objects that SQLite did not create itself
+}
+
+func readIdentity(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (identity, error) {
+	var id identity
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id.appID); err != nil {
+		return id, fmt.Errorf("read application_id: %w", err)
+	}
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").Scan(&id.objects)
+	if err != nil {
+		return id, fmt.Errorf("read schema: %w", err)
+	}
+	return id, nil
+}
+
+// check refuses a file that is neither ours nor a brand-new database.
+func (id identity) check() error {
+	switch {
+	case id.appID == ApplicationID:
+		return nil
+	case id.appID != 0:
+		return fmt.Errorf("%w: application_id is 0x%08x, pollwarden's is 0x%08x", ErrNotStore, id.appID, ApplicationID)
+	case id.objects > 0:
+		return fmt.Errorf("%w: the database has %d tables or indexes but no pollwarden schema", ErrNotStore, id.objects)
+	}
+	return nil
+}
+
+// init validates the file, switches it to WAL and brings the schema up to
+// date. Only reads happen until the file is known to be ours or empty.
+func (s *Store) init(ctx context.Context) error {
+	id, err := readIdentity(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	if err := id.check(); err != nil {
+		return err
+	}
+	// WAL lets readers proceed during a write and makes commits cheap; it is
+	// a property of the file, so setting it once would do, but it is cheap
+	// to confirm on every open.
+	err = s.retryBusy(ctx, func() error {
+		var mode string
+		if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+			return err
+		}
+		if !strings.EqualFold(mode, "wal") {
+			return fmt.Errorf("journal_mode is %q, WAL is unavailable on this filesystem", mode)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set WAL journal: %w", err)
+	}
+	return s.migrate(ctx)
+}
+
+// migrate applies the missing migrations in one IMMEDIATE transaction, so
+// two processes creating the same new file at once apply each step once:
+// the second waits for the lock, then finds nothing left to do.
+func (s *Store) migrate(ctx context.Context) error {
+	all, err := migrations()
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		id, err := readIdentity(ctx, tx) // again, under the write lock
+		if err != nil {
+			return err
+		}
+		if err := id.check(); err != nil {
+			return err
+		}
+		if id.appID == 0 {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
+				return fmt.Errorf("set application_id: %w", err)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
+			version INTEGER NOT NULL PRIMARY KEY,
+			name TEXT NOT NULL,
+			applied_at TEXT NOT NULL) STRICT`)
+		if err != nil {
+			return fmt.Errorf("create migrations table: %w", err)
+		}
+		var applied int
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		if applied > len(all) {
+			return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
+		}
+		for _, m := range all[applied:] {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			_, err := tx.ExecContext(ctx, "INSERT INTO pollwarden_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.version, m.name, formatTime(time.Now()))
+			if err != nil {
+				return fmt.Errorf("record migration %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,250 @@
+// Package sqlite is the embedded pollwarden.Store: one SQLite file in WAL
+// mode, pure Go (modernc.org/sqlite, no cgo), safe for several goroutines
+// and for several processes on one machine sharing the file.
+//
+// Every write is one BEGIN IMMEDIATE transaction, so the write lock is taken
+// before anything is read and a version or lease check can never be
+// invalidated by another process before the commit. Open refuses, without
+// writing a byte, any file that is not already a pollwarden store or empty.
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// ApplicationID marks a SQLite file as a pollwarden store ("poll" in ASCII,
+// stored in the file header by PRAGMA application_id). A file carrying any
+// other id belongs to someone else and is never touched.
+const ApplicationID = 0x706f6c6c
+
+// ErrNotStore reports a file that exists but is not a pollwarden store (not
+// SQLite, another application's SQLite file, or an unwritable location).
+var ErrNotStore = errors.New("not a pollwarden store")
+
+// busyTimeoutMS is how long SQLite itself waits for another connection's
+// lock before reporting SQLITE_BUSY; transactions are then retried a few
+// times more (see write).
+const busyTimeoutMS = 10000
+
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// Options tune Open. The zero value is the safe default.
+type Options struct {
+	// Synchronous is "FULL" (the default: a committed save survives power
+	// loss) or "NORMAL" (faster; in WAL mode the last commits may be lost on
+	// power loss, but never on a process crash, and the file stays intact).
+	Synchronous string
+}
+
+// Store implements pollwarden.Store over one SQLite file.
+type Store struct {
+	db   *sql.DB
+	path string
+	file *openFile
+	// wmu serialises this process's write transactions so that goroutines
+	// queue in Go instead of sleeping in SQLite's busy handler, which polls
+	// with growing sleeps and would add latency under contention. Other
+	// processes are still excluded by BEGIN IMMEDIATE.
+	wmu       sync.Mutex
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the store at path, creating and migrating it when the file does
+// not exist or is empty. It refuses, naming the path and leaving the file
+// unchanged: a directory that does not exist or is not writable, a file that
+// is not SQLite, and a SQLite file of another application.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	syncMode := strings.ToUpper(opts.Synchronous)
+	switch syncMode {
+	case "":
+		syncMode = "FULL"
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("sqlite: open %q: synchronous %q: want FULL or NORMAL", path, opts.Synchronous)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+
+	// Opens and closes are serialised process-wide: see openFile.
+	files.Lock()
+	defer files.Unlock()
+	f := files.find(abs)
+	if f == nil {
+		// Only read the header when this process has no connection to the
+		// file; see openFile for why.
+		if err := checkPath(abs); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sql.Open("sqlite", dsn(abs, syncMode))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	db.SetMaxIdleConns(4)
+	s := &Store{db: db, path: abs}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	if f == nil {
+		if f, err = files.add(abs); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+		}
+	}
+	f.refs++
+	s.file = f
+	return s, nil
+}
+
+// Path is the absolute path of the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the store; calling it again does nothing.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		files.Lock()
+		defer files.Unlock()
+		s.closeErr = s.db.Close()
+		files.release(s.file)
+	})
+	return s.closeErr
+}
+
+// dsn builds a URI whose parameters every pooled connection applies: the
+// busy timeout, foreign keys, the synchronous level, and BEGIN IMMEDIATE
+// for every read-write transaction. journal_mode is deliberately absent: it
+// is persistent and rewrites the file, so init sets it only after the file
+// is known to be ours.
+func dsn(abs, syncMode string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows drive letter
+	}
+	u := url.URL{Scheme: "file", Path: p}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Set("_txlock", "immediate")
+	return u.String() + "?" + q.Encode()
+}
+
+// checkPath refuses locations SQLite could not use safely and files that are
+// not SQLite, before the driver opens (and so possibly writes) anything.
+func checkPath(abs string) error {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("sqlite: open %q: %w: %s", abs, ErrNotStore, fmt.Sprintf(format, args...))
+	}
+	dir := filepath.Dir(abs)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return refuse("directory %q: %v", dir, err)
+	}
+	if !st.IsDir() {
+		return refuse("%q is not a directory", dir)
+	}
+	// WAL mode creates -wal and -shm files beside the store, so the
+	// directory itself must be writable, not only the file.
+	probe, err := os.CreateTemp(dir, ".pollwarden-probe-*")
+	if err != nil {
+		return refuse("directory %q is not writable: %v", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+
+	st, err = os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if !st.Mode().IsRegular() {
+		return refuse("not a regular file")
+	}
+	// O_RDWR checks writability without changing a byte or the mtime.
+	fh, err := os.OpenFile(abs, os.O_RDWR, 0)
+	if err != nil {
+		return refuse("file is not writable: %v", err)
+	}
+	defer fh.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(fh, head)
+	if n == 0 && err == io.EOF {
+		return nil // empty: SQLite treats it as a new database
+	}
+	if err != nil || !bytes.Equal(head, sqliteHeader) {
+		return refuse("not an SQLite database (header %q)", head[:n])
+	}
+	return nil
+}
+
+// openFile counts this process's stores on one file. POSIX record locks,
+// which SQLite uses on Unix, belong to the process and are all dropped when
+// the process closes ANY descriptor of the file; reading the header while
+// another Store of this process holds locks on the file would silently strip
+// them and let another process checkpoint and delete the WAL under it. So
+// the header is read only while the process has no connection to the file,
+// and opens and closes are serialised.
+type openFile struct {
+	info os.FileInfo
+	refs int
+}
+
+var files registry
+
+type registry struct {
+	sync.Mutex
+	open []*openFile
+}
+
+func (r *registry) find(abs string) *openFile {
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil
+	}
+	for _, f := range r.open {
+		if os.SameFile(f.info, st) {
+			return f
+		}
+	}
+	return nil
+}
+
+func (r *registry) add(abs string) (*openFile, error) {
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	f := &openFile{info: st}
+	r.open = append(r.open, f)
+	return f, nil
+}
+
+func (r *registry) release(f *openFile) {
+	if f.refs--; f.refs > 0 {
+		return
+	}
+	for i, g := range r.open {
+		if g == f {
+			r.open = append(r.open[:i], r.open[i+1:]...)
+			return
+		}
+	}
+}

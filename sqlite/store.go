@@ -1,0 +1,198 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+var _ pollwarden.Store = (*Store)(nil)
+
+// recordCols are the operations columns written from an Operation, in the
+// order recordArgs returns their values. The lease columns are not among
+// them: a save never touches the lease.
+var recordCols = []string{
+	"contract", "provider_job_id", "status_url", "credential_name", "fingerprint",
+	"phase", "reason", "started_at", "deadline_at", "next_poll_at", "finished_at",
+	"status_requests_used", "max_status_requests", "transport_failures_used",
+	"max_transport_failures", "rate_limited_used", "max_rate_limited",
+	"completed_polls", "version", "record",
+}
+
+var (
+	insertOpSQL = "INSERT INTO operations (id, created_order, " + strings.Join(recordCols, ", ") +
+		") VALUES (?, (SELECT coalesce(max(created_order), 0) + 1 FROM operations)" +
+		strings.Repeat(", ?", len(recordCols)) + ")"
+	updateOpSQL = "UPDATE operations SET " + strings.Join(recordCols, " = ?, ") + " = ? WHERE id = ?"
+)
+
+// recordArgs encodes op as it will be stored. The JSON record is the source
+// of truth on read; the columns copy it for queries.
+func recordArgs(op *pollwarden.Operation) ([]any, error) {
+	rec, err := json.Marshal(op)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode record: %v", pollwarden.ErrInvalid, err)
+	}
+	return []any{
+		op.Contract, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Fingerprint,
+		string(op.Phase), string(op.Reason), formatTime(op.StartedAt), formatTime(op.DeadlineAt),
+		formatTime(op.NextPollAt), formatTimePtr(op.FinishedAt),
+		op.StatusRequestsUsed, op.MaxStatusRequests, op.TransportFailuresUsed,
+		op.MaxTransportFailures, op.RateLimitedUsed, op.MaxRateLimited,
+		op.CompletedPolls, op.Version, string(rec),
+	}, nil
+}
+
+// OperationCreate stores op with Version 1 (whatever op.Version was) and its
+// first events. On success op.Version is 1 and events are numbered from 1.
+func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, events []pollwarden.Event) error {
+	if op == nil || op.ID == "" {
+		return fmt.Errorf("sqlite: create operation: %w: empty operation id", pollwarden.ErrInvalid)
+	}
+	rec := *op
+	rec.Version = 1
+	args, err := recordArgs(&rec)
+	if err != nil {
+		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
+	}
+	evs, err := prepareEvents(op.ID, events)
+	if err != nil {
+		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var one int
+		switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM operations WHERE id = ?", op.ID).Scan(&one); {
+		case err == nil:
+			return pollwarden.ErrExists
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertOpSQL, append([]any{op.ID}, args...)...); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, op.ID, evs)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
+	}
+	op.Version = 1
+	publishEvents(events, evs)
+	return nil
+}
+
+// OperationGet returns the stored record or ErrNotFound.
+func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operation, error) {
+	row := s.db.QueryRowContext(ctx, "SELECT version, record FROM operations WHERE id = ?", id)
+	op, err := scanOp(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = pollwarden.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get operation %q: %w", id, err)
+	}
+	return op, nil
+}
+
+// OperationList returns records newest first (by creation), optionally only
+// those in p.Phase and at most p.Limit of them (Limit <= 0: all).
+func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	q := "SELECT version, record FROM operations"
+	var args []any
+	if p.Phase != "" {
+		q += " WHERE phase = ?"
+		args = append(args, string(p.Phase))
+	}
+	q += " ORDER BY created_order DESC"
+	if p.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, p.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list operations: %w", err)
+	}
+	defer rows.Close()
+	var out []*pollwarden.Operation
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list operations: %w", err)
+		}
+		out = append(out, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list operations: %w", err)
+	}
+	return out, nil
+}
+
+func scanOp(row interface{ Scan(...any) error }) (*pollwarden.Operation, error) {
+	var version int64
+	var rec string
+	if err := row.Scan(&version, &rec); err != nil {
+		return nil, err
+	}
+	op := new(pollwarden.Operation)
+	if err := json.Unmarshal([]byte(rec), op); err != nil {
+		return nil, fmt.Errorf("decode stored record: %w", err)
+	}
+	op.Version = version // the column is authoritative
+	return op, nil
+}
+
+// OperationSave replaces the record in one IMMEDIATE transaction, checking
+// the lease first (a fenced-out writer gets ErrLeaseLost even if its version
+// is also stale, so it stops rather than reloading and retrying) and then
+// the version. On success p.Op.Version is incremented and p.Events are
+// numbered, chained and appended.
+func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
+	op := p.Op
+	if op == nil || op.ID == "" {
+		return fmt.Errorf("sqlite: save operation: %w: empty operation id", pollwarden.ErrInvalid)
+	}
+	now := nowOr(p.Now)
+	rec := *op
+	rec.Version = op.Version + 1
+	args, err := recordArgs(&rec)
+	if err != nil {
+		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
+	}
+	evs, err := prepareEvents(op.ID, p.Events)
+	if err != nil {
+		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var version int64
+		var ls leaseState
+		err := tx.QueryRowContext(ctx,
+			"SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?", op.ID).
+			Scan(&version, &ls.owner, &ls.epoch, &ls.expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pollwarden.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := ls.checkWriter(op.ID, p.Lease, now); err != nil {
+			return err
+		}
+		if version != op.Version {
+			return fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
+		}
+		if _, err := tx.ExecContext(ctx, updateOpSQL, append(args, op.ID)...); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, op.ID, evs)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
+	}
+	op.Version = rec.Version
+	publishEvents(p.Events, evs)
+	return nil
+}

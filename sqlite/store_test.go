@@ -1,0 +1,27 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
+)
+
+func openTemp(t *testing.T, opts sqlite.Options) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "pollwarden.db"), opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{}) })
+}
+
+func TestConformanceNormal(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{Synchronous: "NORMAL"}) })
+}

@@ -1,0 +1,189 @@
+// Package storetest is the conformance suite every pollwarden.Store driver
+// must pass (SQLite now, PostgreSQL later). It checks only what the Store
+// interface documents, through the interface, so one suite holds all
+// drivers to the same behaviour.
+//
+// Times are compared with time.Equal semantics (a driver may return another
+// location) and raw JSON by value (a driver may re-encode it); everything
+// else must round-trip exactly.
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Run runs the suite. open must return a new, empty store for each call;
+// Run closes every store it opens when the subtest that opened it ends.
+func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
+	fresh := func(t *testing.T) pollwarden.Store {
+		t.Helper()
+		s := open(t)
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, pollwarden.Store)
+	}{
+		{"CreateGetRoundTrip", testCreateGetRoundTrip},
+		{"CreateNilPointers", testCreateNilPointers},
+		{"CreateExists", testCreateExists},
+		{"GetNotFound", testGetNotFound},
+		{"ListOrderFilterLimit", testList},
+		{"SaveRoundTrip", testSaveRoundTrip},
+		{"SaveVersionConflict", testSaveConflict},
+		{"SaveNotFound", testSaveNotFound},
+		{"LeaseAcquireHeldExpired", testLeaseAcquire},
+		{"LeaseUnknownOperation", testLeaseUnknown},
+		{"LeaseKeepsRecordVersion", testLeaseKeepsVersion},
+		{"SaveWithCurrentLease", testSaveWithLease},
+		{"SaveWithStaleEpoch", testSaveStaleEpoch},
+		{"SaveWithExpiredLease", testSaveExpiredLease},
+		{"SaveWithReleasedLease", testSaveReleasedLease},
+		{"SaveWithoutLeaseWhileLeased", testSaveWithoutLease},
+		{"ReleaseThenAcquire", testReleaseThenAcquire},
+		{"ConcurrentLeaseAcquire", testConcurrentAcquire},
+		{"EventsAppendedInOrder", testEventsInOrder},
+		{"EventsPerOperation", testEventsPerOperation},
+		{"EventListUnknownOperation", testEventListUnknown},
+		{"ConcurrentSaversOneWinsEachVersion", testConcurrentSavers},
+		{"ConcurrentIncrementsNoneLost", testConcurrentIncrements},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh(t)) })
+	}
+}
+
+// t0 has nanoseconds and a non-UTC zone, to catch drivers that truncate or
+// shift instants.
+var t0 = time.Date(2030, 3, 4, 10, 20, 30, 123456789, time.FixedZone("T0", 2*3600+30*60))
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func ptr[T any](v T) *T { return &v }
+
+// newOp is a minimal waiting operation, with every optional pointer nil.
+func newOp(id string) *pollwarden.Operation {
+	return &pollwarden.Operation{
+		ID: id, Contract: "report-export", ProviderJobID: "job-" + id,
+		StatusURL:   "https://api.example.com/v1/jobs/job-" + id,
+		Fingerprint: "fp-" + id, ExpectedTerminal: []string{"succeeded", "failed"},
+		StartedAt: t0, DeadlineAt: at(40 * time.Minute), NextPollAt: t0,
+		NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
+		MaxStatusRequests: 12, MaxTransportFailures: 3, MaxRateLimited: 3,
+	}
+}
+
+// fullOp sets every field of Operation; checkAllSet fails the suite when a
+// field is added to Operation but not here, so round-trips stay complete.
+func fullOp(id string) *pollwarden.Operation {
+	op := newOp(id)
+	op.CredentialName = "env:EXPORT_API_TOKEN"
+	op.BusinessDeadlineAt = ptr(at(time.Hour).In(time.UTC))
+	op.ProviderExpiresAt = ptr(at(2 * time.Hour).In(time.FixedZone("P", -7*3600)))
+	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2
+	op.CompletedPolls, op.ApprovedCalls = 4, 1
+	op.NextPollAt = at(90*time.Second + 7)
+	op.Phase, op.Reason = pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted
+	op.LastState, op.LastHTTP, op.LastHTTPAt, op.LastRequestID = "running", 503, ptr(at(time.Minute+1)), "req-9"
+	op.Result = json.RawMessage(`{"url":"https://files.example.com/r.csv","rows":12.50}`)
+	op.ProviderError = json.RawMessage(`{"code":"E42","message":"quota <soon>"}`)
+	op.FinishedAt = ptr(at(30 * time.Minute))
+	op.Escalation = &pollwarden.Escalation{
+		Reason: pollwarden.ReasonRequestBudgetExhausted, Message: "12 of 12 checks used", At: at(30 * time.Minute),
+		Options: []pollwarden.Option{
+			{ID: pollwarden.OptionExtend, Label: "extend by 15m with 4 more checks", ExtraTime: "15m",
+				ExtraStatusRequests: 4, NewDeadline: ptr(at(55 * time.Minute)), NewMaxStatusRequests: 16, GrantsAuthority: true},
+			{ID: pollwarden.OptionAbandon, Label: "abandon"},
+		},
+	}
+	op.Version = 0
+	return op
+}
+
+func checkAllSet(t *testing.T, op *pollwarden.Operation) {
+	t.Helper()
+	v := reflect.ValueOf(op).Elem()
+	for i := range v.NumField() {
+		if name := v.Type().Field(i).Name; name != "Version" && v.Field(i).IsZero() {
+			t.Errorf("storetest fixture: Operation.%s is not set in fullOp; add it so its round-trip is tested", name)
+		}
+	}
+}
+
+// normalized returns a deep copy of v (through JSON, as drivers store it)
+// with every time in UTC and every raw JSON value re-encoded canonically.
+func normalized[T any](t *testing.T, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("normalize: %v", err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("normalize: %v", err)
+	}
+	walk(t, reflect.ValueOf(&out).Elem())
+	return out
+}
+
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[json.RawMessage]()
+)
+
+func walk(t *testing.T, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walk(t, v.Elem())
+		}
+	case reflect.Struct:
+		if v.Type() == timeType {
+			v.Set(reflect.ValueOf(v.Interface().(time.Time).UTC()))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				walk(t, v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawType {
+			if v.Len() > 0 {
+				var x any
+				dec := json.NewDecoder(bytes.NewReader(v.Bytes()))
+				dec.UseNumber()
+				if err := dec.Decode(&x); err != nil {
+					t.Fatalf("normalize raw JSON %s: %v", v.Bytes(), err)
+				}
+				b, _ := json.Marshal(x)
+				v.SetBytes(b)
+			}
+			return
+		}
+		for i := range v.Len() {
+			walk(t, v.Index(i))
+		}
+	}
+}
+
+// same fails unless got and want are equal up to time zones and JSON form.
+func same[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	g, w := normalized(t, got), normalized(t, want)
+	if !reflect.DeepEqual(g, w) {
+		gj, _ := json.MarshalIndent(g, "", "  ")
+		wj, _ := json.MarshalIndent(w, "", "  ")
+		t.Fatalf("%s differs:\n got %s\nwant %s", what, gj, wj)
+	}
+}
