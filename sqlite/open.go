@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -29,14 +30,20 @@ import (
 // other id belongs to someone else and is never touched.
 const ApplicationID = 0x706f6c6c
 
-// ErrNotStore reports a file that exists but is not a pollwarden store (not
-// SQLite, another application's SQLite file, or an unwritable location).
-var ErrNotStore = errors.New("not a pollwarden store")
+// Open's refusals, for errors.Is. Both leave the file untouched.
+var (
+	// ErrNotStore: the file exists but is not a pollwarden store (not
+	// SQLite, or another application's SQLite file).
+	ErrNotStore = errors.New("not a pollwarden store")
+	// ErrUnusable: the location cannot hold a store (missing or read-only
+	// directory, a directory or unwritable file at the path).
+	ErrUnusable = errors.New("cannot keep a store here")
+)
 
-// busyTimeoutMS is how long SQLite itself waits for another connection's
-// lock before reporting SQLITE_BUSY; transactions are then retried a few
-// times more (see write).
-const busyTimeoutMS = 10000
+// DefaultBusyTimeout is how long SQLite itself waits for another
+// connection's lock before reporting SQLITE_BUSY; the transaction is then
+// retried a few times more (see write).
+const DefaultBusyTimeout = 10 * time.Second
 
 var sqliteHeader = []byte("SQLite format 3\x00")
 
@@ -46,6 +53,9 @@ type Options struct {
 	// loss) or "NORMAL" (faster; in WAL mode the last commits may be lost on
 	// power loss, but never on a process crash, and the file stays intact).
 	Synchronous string
+	// BusyTimeout bounds each wait for another process's write lock
+	// (default DefaultBusyTimeout, at least 1 ms).
+	BusyTimeout time.Duration
 }
 
 // Store implements pollwarden.Store over one SQLite file.
@@ -75,6 +85,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlite: open %q: synchronous %q: want FULL or NORMAL", path, opts.Synchronous)
 	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
@@ -91,7 +105,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	db, err := sql.Open("sqlite", dsn(abs, syncMode))
+	db, err := sql.Open("sqlite", dsn(abs, syncMode, max(busy.Milliseconds(), 1)))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
@@ -131,14 +145,14 @@ func (s *Store) Close() error {
 // for every read-write transaction. journal_mode is deliberately absent: it
 // is persistent and rewrites the file, so init sets it only after the file
 // is known to be ours.
-func dsn(abs, syncMode string) string {
+func dsn(abs, syncMode string, busyMS int64) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // Windows drive letter
 	}
 	u := url.URL{Scheme: "file", Path: p}
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
 	q.Set("_txlock", "immediate")
@@ -147,23 +161,25 @@ func dsn(abs, syncMode string) string {
 
 // checkPath refuses locations SQLite could not use safely and files that are
 // not SQLite, before the driver opens (and so possibly writes) anything.
+// Location problems wrap ErrUnusable (and the os error); content problems
+// wrap ErrNotStore.
 func checkPath(abs string) error {
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("sqlite: open %q: %w: %s", abs, ErrNotStore, fmt.Sprintf(format, args...))
+	fail := func(kind error, format string, args ...any) error {
+		return fmt.Errorf("sqlite: open %q: %w: "+format, append([]any{abs, kind}, args...)...)
 	}
 	dir := filepath.Dir(abs)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return refuse("directory %q: %v", dir, err)
+		return fail(ErrUnusable, "directory: %w", err)
 	}
 	if !st.IsDir() {
-		return refuse("%q is not a directory", dir)
+		return fail(ErrUnusable, "%q is not a directory", dir)
 	}
 	// WAL mode creates -wal and -shm files beside the store, so the
 	// directory itself must be writable, not only the file.
 	probe, err := os.CreateTemp(dir, ".pollwarden-probe-*")
 	if err != nil {
-		return refuse("directory %q is not writable: %v", dir, err)
+		return fail(ErrUnusable, "directory %q is not writable: %w", dir, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
@@ -173,15 +189,15 @@ func checkPath(abs string) error {
 		return nil
 	}
 	if err != nil {
-		return refuse("%v", err)
+		return fail(ErrUnusable, "%w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return refuse("not a regular file")
+		return fail(ErrUnusable, "not a regular file")
 	}
 	// O_RDWR checks writability without changing a byte or the mtime.
 	fh, err := os.OpenFile(abs, os.O_RDWR, 0)
 	if err != nil {
-		return refuse("file is not writable: %v", err)
+		return fail(ErrUnusable, "file is not writable: %w", err)
 	}
 	defer fh.Close()
 	head := make([]byte, len(sqliteHeader))
@@ -190,7 +206,7 @@ func checkPath(abs string) error {
 		return nil // empty: SQLite treats it as a new database
 	}
 	if err != nil || !bytes.Equal(head, sqliteHeader) {
-		return refuse("not an SQLite database (header %q)", head[:n])
+		return fail(ErrNotStore, "not an SQLite database (header %q)", head[:n])
 	}
 	return nil
 }

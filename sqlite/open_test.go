@@ -73,38 +73,39 @@ func TestOpenRefuses(t *testing.T) {
 		name  string
 		setup func(t *testing.T, dir string) string // returns the path to open
 		want  string                                // in the error message
+		kind  error
 	}{
 		{"missing directory", func(t *testing.T, dir string) string {
 			return filepath.Join(dir, "nope", "p.db")
-		}, "nope"},
+		}, "nope", sqlite.ErrUnusable},
 		{"parent is a file", func(t *testing.T, dir string) string {
 			os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600)
 			return filepath.Join(dir, "f", "p.db")
-		}, "not a directory"},
+		}, "not a directory", sqlite.ErrUnusable},
 		{"path is a directory", func(t *testing.T, dir string) string {
 			os.Mkdir(filepath.Join(dir, "d"), 0o700)
 			return filepath.Join(dir, "d")
-		}, "not a regular file"},
+		}, "not a regular file", sqlite.ErrUnusable},
 		{"text file", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "notes.txt")
 			os.WriteFile(p, []byte("meeting notes, not a database\n"), 0o600)
 			return p
-		}, "not an SQLite database"},
+		}, "not an SQLite database", sqlite.ErrNotStore},
 		{"short file", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "short")
 			os.WriteFile(p, []byte("SQLite"), 0o600)
 			return p
-		}, "not an SQLite database"},
+		}, "not an SQLite database", sqlite.ErrNotStore},
 		{"foreign application id", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "other.db")
 			foreignSQLite(t, p, 7)
 			return p
-		}, "application_id is 0x00000007"},
+		}, "application_id is 0x00000007", sqlite.ErrNotStore},
 		{"tables without pollwarden schema", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "other.db")
 			foreignSQLite(t, p, 0)
 			return p
-		}, "no pollwarden schema"},
+		}, "no pollwarden schema", sqlite.ErrNotStore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,8 +117,8 @@ func TestOpenRefuses(t *testing.T) {
 				s.Close()
 				t.Fatal("Open succeeded")
 			}
-			if !errors.Is(err, sqlite.ErrNotStore) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open error %q: want ErrNotStore naming %q and saying %q", err, path, tc.want)
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open error %q: want %v naming %q and saying %q", err, tc.kind, path, tc.want)
 			}
 			sameSnapshot(t, before, snapshot(t, dir))
 		})
@@ -134,7 +135,7 @@ func TestOpenRefusesReadOnlyDirectory(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Chmod(dir, 0o700) })
 	path := filepath.Join(dir, "p.db")
-	if _, err := sqlite.Open(t.Context(), path, sqlite.Options{}); !errors.Is(err, sqlite.ErrNotStore) || !strings.Contains(err.Error(), "not writable") {
+	if _, err := sqlite.Open(t.Context(), path, sqlite.Options{}); !errors.Is(err, sqlite.ErrUnusable) || !strings.Contains(err.Error(), "not writable") {
 		t.Fatalf("Open in a read-only directory: %v", err)
 	}
 }
