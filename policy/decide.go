@@ -21,7 +21,8 @@ type Step struct {
 // reserved for this request.
 func Decide(op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time, r Rand) Step {
 	next := op.Clone()
-	d := &decider{op: next, c: c, obs: obs, now: now, r: r}
+	// Slot 0 is kept for the response event, which every path writes once.
+	d := &decider{op: next, c: c, obs: obs, now: now, r: r, events: make([]pollwarden.Event, 1, 4)}
 	d.record()
 	d.classify()
 	return Step{Op: next, Events: d.events}
@@ -207,11 +208,10 @@ func (d *decider) escalate(r pollwarden.Reason, why string) {
 	d.events = append(d.events, Escalate(d.op, d.c, r, why, d.now)...)
 }
 
-// flush appends the response event: the decision record of R24, placed
+// flush writes the response event: the decision record of R24, placed
 // before the consequences it explains.
 func (d *decider) flush() {
-	ev := newEvent(d.op, d.now, pollwarden.EventResponseReceived, d.resp)
-	d.events = append([]pollwarden.Event{ev}, d.events...)
+	d.events[0] = newEvent(d.op, d.now, pollwarden.EventResponseReceived, d.resp)
 }
 
 func (d *decider) reject(why string) {
