@@ -289,3 +289,39 @@ func TestR4_ResumeWithAnotherJobIsRefused(t *testing.T) {
 		t.Fatalf("resume with the same job: created %v err %v", created, err)
 	}
 }
+
+// racingStore lets another owner finish the job between our first load and
+// our lease acquisition.
+type racingStore struct {
+	pollwarden.Store
+	beforeAcquire func()
+}
+
+func (s *racingStore) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error) {
+	if f := s.beforeAcquire; f != nil {
+		s.beforeAcquire = nil
+		f()
+	}
+	return s.Store.LeaseAcquire(ctx, p)
+}
+
+func TestR22_ReloadAfterAcquiringTheLease(t *testing.T) {
+	r := newRig(t, "")
+	r.srv.Script("j1", fp.State("running", nil))
+	r.submit("op1", "j1", policy.NewParams{})
+	ctx := context.Background()
+	rs := &racingStore{Store: r.store}
+	rs.beforeAcquire = func() {
+		op, _ := r.store.OperationGet(ctx, "op1")
+		op.Phase = pollwarden.PhaseSucceeded
+		if err := r.store.OperationSave(ctx, pollwarden.SaveParams{Op: op, Now: r.clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl := r.controller("owner-b")
+	ctl.store = rs
+	res, err := ctl.Step(ctx, r.ex, "op1")
+	if err != nil || res.Sent || r.srv.Count("j1") != 0 || res.Op.Phase != pollwarden.PhaseSucceeded {
+		t.Fatalf("stale owner: sent %v, provider saw %d, phase %v, err %v", res.Sent, r.srv.Count("j1"), res.Op, err)
+	}
+}

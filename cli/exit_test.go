@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+func TestExitCodeForEveryOutcome(t *testing.T) {
+	for _, c := range []struct {
+		phase  pollwarden.Phase
+		reason pollwarden.Reason
+		want   int
+	}{
+		{pollwarden.PhaseSucceeded, "", 0}, {pollwarden.PhaseFailed, "", 10}, {pollwarden.PhaseCancelled, "", 11},
+		{pollwarden.PhaseExpired, "", 12},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonDeadlineExceeded, 20},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted, 21},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonRateLimited, 22},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonUnknownState, 23},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonAuthorizationDenied, 24},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonProviderFailure, 25},
+		{pollwarden.PhaseEscalated, pollwarden.ReasonIntegrationFailure, 26},
+		{pollwarden.PhaseWaiting, "", 1},
+	} {
+		if got := ExitCode(&pollwarden.Operation{Phase: c.phase, Reason: c.reason}); got != c.want {
+			t.Errorf("%s %s: exit %d, want %d", c.phase, c.reason, got, c.want)
+		}
+	}
+}
+
+func TestProgressLineShowsStateTimeBudgetAndNextCheck(t *testing.T) {
+	t0 := time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)
+	op := &pollwarden.Operation{LastState: "running", StartedAt: t0, DeadlineAt: t0.Add(40 * time.Minute),
+		StatusRequestsUsed: 3, MaxStatusRequests: 12}
+	got := progressText(op, t0.Add(65*time.Second), t0.Add(61*time.Second))
+	for _, want := range []string{"running", "1:01 / 40:00", "requests 3/12", "next check in 4s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("live line %q lacks %q", got, want)
+		}
+	}
+}
