@@ -83,8 +83,11 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, lease *p
 	// The request, once reserved, is finished even if the caller is
 	// interrupted, so its answer is persisted rather than lost.
 	resp := c.prober.Status(context.WithoutCancel(ctx), ct, url)
-	if resp.CredentialError != nil {
+	switch {
+	case resp.CredentialError != nil:
 		return c.failUnsent(ctx, reserved, ct, lease, resp.CredentialError.Error())
+	case !resp.Sent:
+		return c.failUnsent(ctx, reserved, ct, lease, resp.TransportDetail)
 	}
 	obs := observe(ex, resp)
 	now = c.clock.Now()

@@ -66,6 +66,9 @@ func (d *decider) record() {
 func (d *decider) classify() {
 	obs := d.obs
 	switch s := obs.Status; {
+	case obs.Transport == pollwarden.TransportRedirect:
+		// A redirect off the allowed hosts will not fix itself by waiting.
+		d.escalate(pollwarden.ReasonIntegrationFailure, obs.TransportDetail)
 	case obs.Transport != "" || s == 0:
 		d.transportFailure(obs.Transport)
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:

@@ -56,8 +56,10 @@ func TestDecideOutcomes(t *testing.T) {
 			wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
 		"R12 5xx counts as a transport failure":     {obs: obsCode(502, ""), wantPhase: pollwarden.PhaseWaiting},
 		"R12 timeout counts as a transport failure": {obs: &pollwarden.Observation{Transport: pollwarden.TransportTimeout}, wantPhase: pollwarden.PhaseWaiting},
-		"unexplained 400 is integration_failure":    {obs: obsCode(400, ""), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
-		"unfollowed 302 is integration_failure":     {obs: obsCode(302, ""), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
+		"redirect off allowed_hosts is integration_failure": {obs: &pollwarden.Observation{Status: 302, Transport: pollwarden.TransportRedirect,
+			TransportDetail: "redirect to host evil.example refused"}, wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
+		"unexplained 400 is integration_failure": {obs: obsCode(400, ""), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
+		"unfollowed 302 is integration_failure":  {obs: obsCode(302, ""), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
 		"R7 Retry-After past the deadline stops at once": {obs: obsCode(503, "7200"),
 			wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonDeadlineExceeded},
 	} {
