@@ -124,7 +124,29 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.AddCommand(waitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	_ = ctx
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes every wrong argument count or unknown subcommand a
+// usage error (exit 2), as cobra reports them as plain errors. A command
+// that only groups others shows its help when called alone.
+func argsAreUsage(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && cmd.Args == nil && cmd.RunE == nil && cmd.Run == nil {
+		cmd.Args = cobra.NoArgs
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usage(fmt.Errorf("%s: %w", c.CommandPath(), err))
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		argsAreUsage(sub)
+	}
 }
 
 type flagError struct{ err error }
