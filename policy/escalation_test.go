@@ -43,7 +43,7 @@ func TestR19_EscalationAsksForABoundedDecision(t *testing.T) {
 		t.Error("a bare continue? is never offered")
 	}
 	ext := op.Escalation.Options[0]
-	if ext.ID != pollwarden.OptionExtend || ext.ExtraTime != "15m0s" || ext.ExtraStatusRequests != 4 ||
+	if ext.ID != pollwarden.OptionExtend || ext.ExtraTime != "15m" || ext.ExtraStatusRequests != 4 ||
 		ext.NewMaxStatusRequests != 16 || ext.NewDeadline == nil || !ext.NewDeadline.Equal(t0.Add(55*time.Minute)) {
 		t.Fatalf("extend option does not state its cost and new limit: %+v", ext)
 	}
@@ -167,5 +167,14 @@ func TestR23_CancelIsASeparateRecordedAction(t *testing.T) {
 	failed, _ := Cancelled(marked, false, "503", t0)
 	if failed.Phase != pollwarden.PhaseEscalated {
 		t.Fatal("a failed cancel must leave the operation escalated")
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{15 * time.Minute: "15m", time.Hour: "1h", 90 * time.Minute: "1h30m",
+		45 * time.Second: "45s", 250 * time.Millisecond: "250ms", time.Hour + time.Second: "1h0m1s"} {
+		if got := ShortDuration(d); got != want {
+			t.Errorf("ShortDuration(%s) = %q, want %q", d, got, want)
+		}
 	}
 }

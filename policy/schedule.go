@@ -19,7 +19,7 @@ func (d *decider) schedule(rateLimited bool) {
 	// The budget is checked just before scheduling (R11): with none left
 	// there is nothing to schedule, so stop now rather than sleep first.
 	if op.StatusRequestsUsed >= op.MaxStatusRequests {
-		d.escalate(pollwarden.ReasonRequestBudgetExhausted, fmt.Sprintf("every allowed status request was used (%d of %d)",
+		d.escalate(pollwarden.ReasonRequestBudgetExhausted, fmt.Sprintf("every allowed status request was used: %d of %d",
 			op.StatusRequestsUsed, op.MaxStatusRequests))
 		return
 	}
