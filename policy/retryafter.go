@@ -46,7 +46,7 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, error) {
 		return 0, fmt.Errorf("Retry-After %q is not a number of seconds or an HTTP date", clip(s))
 	}
 	if d := t.Sub(now); d > 0 {
-		return d, nil
+		return min(d, maxRetryAfter), nil // Sub saturates far in the future
 	}
 	return 0, nil
 }

@@ -12,20 +12,21 @@ func TestR7_ParseRetryAfter(t *testing.T) {
 		want    time.Duration
 		wantErr bool
 	}{
-		"delta seconds":          {in: "120", want: 120 * time.Second},
-		"zero":                   {in: "0", want: 0},
-		"spaces":                 {in: " 7 ", want: 7 * time.Second},
-		"IMF-fixdate":            {in: "Fri, 18 Apr 2025 10:22:31 GMT", want: 2 * time.Minute},
-		"RFC 850 date":           {in: "Friday, 18-Apr-25 10:22:31 GMT", want: 2 * time.Minute},
-		"asctime date":           {in: "Fri Apr 18 10:22:31 2025", want: 2 * time.Minute},
-		"date in the past":       {in: "Fri, 18 Apr 2025 09:00:00 GMT", want: 0},
-		"huge number is clamped": {in: "99999999999999999999999", want: maxRetryAfter},
-		"negative":               {in: "-5", wantErr: true},
-		"plus sign":              {in: "+5", wantErr: true},
-		"fraction":               {in: "1.5", wantErr: true},
-		"garbage":                {in: "soon", wantErr: true},
-		"empty":                  {in: "", wantErr: true},
-		"bad date":               {in: "Fri, 32 Apr 2025 10:22:31 GMT", wantErr: true},
+		"delta seconds":              {in: "120", want: 120 * time.Second},
+		"zero":                       {in: "0", want: 0},
+		"spaces":                     {in: " 7 ", want: 7 * time.Second},
+		"IMF-fixdate":                {in: "Fri, 18 Apr 2025 10:22:31 GMT", want: 2 * time.Minute},
+		"RFC 850 date":               {in: "Friday, 18-Apr-25 10:22:31 GMT", want: 2 * time.Minute},
+		"asctime date":               {in: "Fri Apr 18 10:22:31 2025", want: 2 * time.Minute},
+		"date in the past":           {in: "Fri, 18 Apr 2025 09:00:00 GMT", want: 0},
+		"huge number is clamped":     {in: "99999999999999999999999", want: maxRetryAfter},
+		"far-future date is clamped": {in: "Fri, 01 Apr 7000 00:00:00 GMT", want: maxRetryAfter},
+		"negative":                   {in: "-5", wantErr: true},
+		"plus sign":                  {in: "+5", wantErr: true},
+		"fraction":                   {in: "1.5", wantErr: true},
+		"garbage":                    {in: "soon", wantErr: true},
+		"empty":                      {in: "", wantErr: true},
+		"bad date":                   {in: "Fri, 32 Apr 2025 10:22:31 GMT", wantErr: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := ParseRetryAfter(c.in, now)
@@ -41,7 +42,7 @@ func TestR7_ParseRetryAfter(t *testing.T) {
 
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"120", "0", "-1", "Fri, 18 Apr 2025 10:22:31 GMT", "Friday, 18-Apr-25 10:22:31 GMT",
-		"Fri Apr 18 10:22:31 2025", "99999999999999999999", "1e3", "", "\x00"} {
+		"Fri Apr 18 10:22:31 2025", "99999999999999999999", "1e3", "", "\x00", "Fri, 01 Apr 7000 0:00:00 GMT"} {
 		f.Add(s)
 	}
 	now := time.Date(2025, 4, 18, 10, 20, 31, 0, time.UTC)
