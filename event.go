@@ -25,17 +25,30 @@ const (
 	EventAction             EventKind = "action"
 )
 
-// Event is one entry of an operation's audit trail. Events are appended in
-// the same transaction as the record change they explain, and each carries
-// the hash of the one before it (R25).
+// Event is one entry of the audit trail. Events are appended in the same
+// transaction as the record change they explain. The store keeps ONE chain
+// across all operations (R25): every event gets the next global position
+// Pos and carries the hash of the event at Pos-1, so the store's history is
+// a single sequence that any edit, deletion, insertion or reordering
+// breaks. Seq numbers an operation's own events 1, 2, 3… (see package
+// audit for the canonical encoding and docs/audit.md for the design).
 type Event struct {
-	OperationID string    `json:"operation_id"`
-	Seq         int64     `json:"seq"`
-	At          time.Time `json:"at"`
-	Kind        EventKind `json:"kind"`
-	Data        EventData `json:"data"`
-	PrevHash    string    `json:"prev_hash,omitempty"`
-	Hash        string    `json:"hash,omitempty"`
+	// Pos is the event's position in the store-wide chain (1, 2, 3…),
+	// assigned by the store when it appends the event.
+	Pos         int64  `json:"pos"`
+	OperationID string `json:"operation_id"`
+	// Seq is the event's number within its operation (1, 2, 3…).
+	Seq      int64     `json:"seq"`
+	At       time.Time `json:"at"`
+	Kind     EventKind `json:"kind"`
+	Data     EventData `json:"data"`
+	PrevHash string    `json:"prev_hash,omitempty"`
+	Hash     string    `json:"hash,omitempty"`
+	// Payload is Data as the store keeps it: canonical JSON, or that JSON
+	// sealed (encrypted) when the store seals payloads. The hash covers
+	// these bytes, so a chain can be checked without the sealing key. A
+	// store fills it in on append and on read; callers never set it.
+	Payload []byte `json:"-"`
 }
 
 // EventData holds the facts of an event; fields that do not apply are left

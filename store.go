@@ -30,8 +30,21 @@ type Store interface {
 	// LeaseRelease frees the lease if l is still current; releasing a lost
 	// lease is not an error.
 	LeaseRelease(ctx context.Context, l *Lease) error
-	// EventList returns an operation's events in order.
+	// EventList returns an operation's events in order (by Seq), with Data
+	// decoded from the stored payload and Payload holding the stored bytes;
+	// none and no error for an unknown operation. It fails when a payload
+	// cannot be decoded, e.g. a sealed payload without the right key.
 	EventList(ctx context.Context, operationID string) ([]Event, error)
+	// EventScan returns at most p.Limit stored events with Pos > p.AfterPos
+	// in chain order (by Pos), only those of p.OperationID when it is set.
+	// The events are raw: Payload holds the stored bytes and Data is left
+	// empty, so a chain can be walked, a page at a time and in bounded
+	// memory, without the key of a sealed store. Limit <= 0 means a
+	// driver-chosen page size, never "all".
+	EventScan(ctx context.Context, p EventScanParams) ([]Event, error)
+	// AuditHead returns the position and hash of the last event of the
+	// store-wide chain; 0 and "" when the store holds no events.
+	AuditHead(ctx context.Context) (pos int64, hash string, err error)
 	// Close releases the store's resources.
 	Close() error
 }
@@ -40,6 +53,16 @@ type Store interface {
 type ListParams struct {
 	Phase Phase
 	Limit int
+}
+
+// EventScanParams selects the events EventScan returns.
+type EventScanParams struct {
+	// AfterPos: only events with a greater Pos (0: from the start).
+	AfterPos int64
+	// Limit caps the page (<= 0: the driver's default page size).
+	Limit int
+	// OperationID, when set: only that operation's events.
+	OperationID string
 }
 
 // SaveParams is the input of OperationSave.

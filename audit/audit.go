@@ -1,9 +1,16 @@
-// Package audit makes the audit trail tamper-evident (R25): each event
-// carries the hash of the one before it, so an edited, deleted, inserted or
-// reordered event breaks the chain and VerifyChain names where.
+// Package audit makes the audit trail tamper-evident (R25) and readable
+// (R26).
 //
-// The package is pure (standard library only) so that `pollwarden audit
-// verify` can check an exported trail offline, without a store.
+// A store keeps one hash chain across all its operations: every event has a
+// global position Pos (1, 2, 3…) and carries the hash of the event at
+// Pos-1, so an edited, deleted, inserted or reordered event breaks the chain
+// and a Verifier names where. A truncated tail is found by comparing with a
+// head recorded elsewhere (--head) or with a signed Anchor. Payloads may be
+// sealed (encrypted) with a SealKey; the chain covers the stored bytes, so
+// it is verified without the key. docs/audit.md explains the design.
+//
+// Everything here works on events alone, without a store, so that a trail
+// can be checked offline.
 package audit
 
 import (
@@ -12,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -19,60 +27,72 @@ import (
 
 // Version tags the canonical encoding so that a future change of encoding
 // can never be confused with tampering.
-const Version = "pollwarden-audit-v1"
+const Version = "pollwarden-audit-v2"
 
-// Encode returns the canonical bytes that Hash digests. They are the compact
-// JSON array (no insignificant whitespace, no HTML escaping)
+// Encode returns the canonical bytes that Hash digests: eight netstrings
+// (decimal byte length, ':', the bytes, ','), in this order:
 //
-//	["pollwarden-audit-v1", prev_hash, operation_id, seq, at, kind, data]
+//	"pollwarden-audit-v2", prev_hash, pos, operation_id, seq, at, kind, payload
 //
-// where prev_hash, operation_id and kind are JSON strings, seq is a JSON
-// integer, at is e.At in UTC formatted with time.RFC3339Nano (trailing zero
-// digits dropped, "Z" suffix), and data is the JSON of e.Data re-encoded
-// with object keys sorted and numbers kept verbatim. Sorting the keys makes
-// the hash independent of Go field order and of a database that reorders
-// JSON keys (PostgreSQL jsonb), and lets any language recompute it.
+// pos and seq are decimal integers, at is e.At in UTC formatted with
+// time.RFC3339Nano (trailing zero digits dropped, "Z" suffix), and payload
+// is e.Payload exactly as stored: the canonical JSON of the event's data
+// (see Payload) or those bytes sealed. Netstrings need no escaping, so any
+// language can recompute a hash from a row or an export.
 //
-// OperationID and Seq are inside the hash so that an event cannot be moved
-// to another operation or position and keep its hash. PrevHash and Hash
-// themselves are not part of Data. Encode fails only when e.Data cannot be
-// encoded as JSON (an invalid json.RawMessage).
-func Encode(prevHash string, e pollwarden.Event) ([]byte, error) {
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return nil, fmt.Errorf("audit: encode event data: %w", err)
-	}
-	data, err = canonicalJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("audit: encode event data: %w", err)
-	}
-	at := e.At.UTC().Format(time.RFC3339Nano)
-	var b bytes.Buffer
-	b.WriteString(`["` + Version + `",`)
-	for _, s := range []string{prevHash, e.OperationID} {
-		writeString(&b, s)
-		b.WriteByte(',')
-	}
-	fmt.Fprintf(&b, "%d,", e.Seq)
-	writeString(&b, at)
-	b.WriteByte(',')
-	writeString(&b, string(e.Kind))
-	b.WriteByte(',')
-	b.Write(data)
-	b.WriteByte(']')
-	return b.Bytes(), nil
+// Pos, OperationID and Seq are inside the hash so that an event cannot be
+// moved to another place or operation and keep its hash; PrevHash links it
+// to its predecessor. Hash itself and Data (decoded from Payload) are not
+// encoded.
+func Encode(e pollwarden.Event) []byte {
+	var b []byte
+	b = make([]byte, 0, 160+len(e.OperationID)+len(e.Payload))
+	var num [20]byte
+	b = netstring(b, []byte(Version))
+	b = netstring(b, []byte(e.PrevHash))
+	b = netstring(b, strconv.AppendInt(num[:0], e.Pos, 10))
+	b = netstring(b, []byte(e.OperationID))
+	b = netstring(b, strconv.AppendInt(num[:0], e.Seq, 10))
+	var at [40]byte
+	b = netstring(b, e.At.UTC().AppendFormat(at[:0], time.RFC3339Nano))
+	b = netstring(b, []byte(e.Kind))
+	b = netstring(b, e.Payload)
+	return b
 }
 
-// Hash returns the lower-case hex SHA-256 of Encode(prevHash, e). It returns
-// "" when the event cannot be encoded; stores reject such data before they
-// hash it, so "" never matches a stored hash.
-func Hash(prevHash string, e pollwarden.Event) string {
-	b, err := Encode(prevHash, e)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
+func netstring(b, s []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	b = append(b, s...)
+	return append(b, ',')
+}
+
+// Hash returns the lower-case hex SHA-256 of Encode(e): the value a store
+// keeps in e.Hash and the next event keeps in its PrevHash.
+func Hash(e pollwarden.Event) string {
+	sum := sha256.Sum256(Encode(e))
 	return hex.EncodeToString(sum[:])
+}
+
+// Payload returns the canonical JSON of d: compact, object keys sorted,
+// no HTML escaping, numbers exactly as written. Sorted keys make the bytes
+// independent of Go field order and let any language re-derive them. It
+// fails only when d holds invalid raw JSON (ProviderError).
+func Payload(d pollwarden.EventData) ([]byte, error) {
+	if len(d.Options) == 0 && len(d.ProviderError) == 0 {
+		if out, ok := sortedPayload(d); ok {
+			return out, nil
+		}
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encode event data: %w", err)
+	}
+	out, err := canonicalJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encode event data: %w", err)
+	}
+	return out, nil
 }
 
 // canonicalJSON re-encodes a JSON value with sorted object keys and without
@@ -93,9 +113,53 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
+// sortedData is EventData with its fields in the byte order of their JSON
+// names, so that encoding it gives Payload's canonical bytes directly,
+// without the generic decode and re-encode (which costs more than the rest
+// of an append). Options and ProviderError are absent: events carrying
+// them take the generic path. TestSortedPayload holds the two paths equal,
+// and fails when EventData gains a field this copy lacks.
+type sortedData struct {
+	Actor         *pollwarden.Actor      `json:"actor,omitempty"` // {"name","role"}: sorted already
+	DeadlineAt    *time.Time             `json:"deadline_at,omitempty"`
+	Decision      string                 `json:"decision,omitempty"`
+	DelaySource   pollwarden.DelaySource `json:"delay_source,omitempty"`
+	Detail        string                 `json:"detail,omitempty"`
+	Elapsed       string                 `json:"elapsed,omitempty"`
+	Hint          string                 `json:"hint,omitempty"`
+	HTTPStatus    int                    `json:"http_status,omitempty"`
+	MaxRequests   int                    `json:"max_status_requests,omitempty"`
+	NextPollAt    *time.Time             `json:"next_poll_at,omitempty"`
+	Option        string                 `json:"option,omitempty"`
+	PrevState     string                 `json:"prev_state,omitempty"`
+	ProviderJobID string                 `json:"provider_job_id,omitempty"`
+	RequestID     string                 `json:"provider_request_id,omitempty"`
+	RateLimited   int                    `json:"rate_limited_used,omitempty"`
+	Reason        pollwarden.Reason      `json:"reason,omitempty"`
+	RetryAfter    string                 `json:"retry_after,omitempty"`
+	State         string                 `json:"state,omitempty"`
+	RequestsUsed  int                    `json:"status_requests_used,omitempty"`
+	Transport     string                 `json:"transport_error,omitempty"`
+	FailuresUsed  int                    `json:"transport_failures_used,omitempty"`
+}
+
+func sortedPayload(d pollwarden.EventData) ([]byte, bool) {
+	v := sortedData{Actor: d.Actor, DeadlineAt: d.DeadlineAt, Decision: d.Decision, DelaySource: d.DelaySource,
+		Detail: d.Detail, Elapsed: d.Elapsed, Hint: d.Hint, HTTPStatus: d.HTTPStatus, MaxRequests: d.MaxRequests,
+		NextPollAt: d.NextPollAt, Option: d.Option, PrevState: d.PrevState, ProviderJobID: d.ProviderJobID,
+		RequestID: d.RequestID, RateLimited: d.RateLimited, Reason: d.Reason, RetryAfter: d.RetryAfter,
+		State: d.State, RequestsUsed: d.RequestsUsed, Transport: d.Transport, FailuresUsed: d.FailuresUsed}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // encoding a string cannot fail
-	b.Truncate(b.Len() - 1)
+	if err := enc.Encode(v); err != nil {
+		return nil, false
+	}
+	out := bytes.TrimRight(b.Bytes(), "\n")
+	// Invalid UTF-8 is encoded as the escape \ufffd here but as the raw
+	// character by the generic path's second pass: leave such text to it.
+	if bytes.Contains(out, []byte(`\ufffd`)) {
+		return nil, false
+	}
+	return out, true
 }

@@ -20,9 +20,18 @@ func Story(events []pollwarden.Event, loc *time.Location) []string {
 	}
 	lines := make([]string, 0, len(events))
 	for _, e := range events {
-		lines = append(lines, e.At.In(loc).Format(time.TimeOnly)+" "+Line(e, loc))
+		lines = append(lines, StoryLine(e, loc))
 	}
 	return lines
+}
+
+// StoryLine is one line of the story: the event's time in loc (UTC when
+// nil), a space, and Line.
+func StoryLine(e pollwarden.Event, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return e.At.In(loc).Format(time.TimeOnly) + " " + Line(e, loc)
 }
 
 // Line is the text of one event without its time.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/pollwarden/pollwarden"
@@ -8,14 +9,19 @@ import (
 
 // Problems a ChainError reports.
 const (
-	ProblemSeq      = "seq gap"            // a seq is missing, repeated or out of order
+	ProblemGap      = "pos gap"            // positions are missing: events were deleted
+	ProblemOrder    = "pos out of order"   // a position repeats or goes back
 	ProblemPrevHash = "prev_hash mismatch" // the event does not point at its predecessor
 	ProblemHash     = "hash mismatch"      // the event's content does not match its hash
-	ProblemHead     = "head mismatch"      // no event carries the known head: the tail was cut
+	ProblemSeq      = "seq gap"            // an operation's seq is missing, repeated or out of order
+	ProblemHead     = "head not found"     // the known head is not in the store: the tail was cut
+	ProblemAnchor   = "anchor mismatch"    // the store disagrees with a signed anchor
 )
 
-// ChainError names the first event that breaks an operation's chain and why.
+// ChainError names the first event that breaks the chain and why. Pos is 0
+// when no event can be named (an empty store that should not be).
 type ChainError struct {
+	Pos         int64
 	OperationID string
 	Seq         int64
 	Problem     string
@@ -23,62 +29,215 @@ type ChainError struct {
 }
 
 func (e *ChainError) Error() string {
-	return fmt.Sprintf("audit: operation %q event seq %d: %s: %s", e.OperationID, e.Seq, e.Problem, e.Detail)
+	if e.Pos == 0 {
+		return fmt.Sprintf("audit: %s: %s", e.Problem, e.Detail)
+	}
+	return fmt.Sprintf("audit: event pos %d (operation %s seq %d): %s: %s", e.Pos, e.OperationID, e.Seq, e.Problem, e.Detail)
 }
 
-// VerifyChain checks the events of one or more operations, in the order
-// given (as a store or an export lists them). Events chain per operation:
-// the first has seq 1 and PrevHash "", each next one has seq+1, PrevHash
-// equal to its predecessor's Hash, and Hash equal to Hash(PrevHash, event).
-// Events of different operations may be interleaved. The first violation is
-// returned as a *ChainError; nil means every chain is intact.
-//
-// A truncated tail cannot be seen from the events alone; use VerifyHead
-// with the last hash known from elsewhere.
-func VerifyChain(events []pollwarden.Event) error {
-	type state struct {
-		seq  int64
-		hash string
+func chainErr(e pollwarden.Event, problem, format string, args ...any) *ChainError {
+	return &ChainError{Pos: e.Pos, OperationID: e.OperationID, Seq: e.Seq, Problem: problem, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Checkpoint is a (position, hash) pair known from elsewhere: a head
+// written down earlier, or a signed Anchor.
+type Checkpoint struct {
+	Pos  int64
+	Hash string
+	// What names the checkpoint in errors ("anchor of 2030-01-02T10:00:00Z").
+	What string
+}
+
+// Verifier walks a store's chain in position order, one event at a time,
+// in constant memory. Give it every event from pos 1 with Add, then call
+// Finish.
+type Verifier struct {
+	// Head, when set, is a hash recorded earlier; Finish fails unless some
+	// event carries it. Events appended after it was recorded are fine.
+	Head string
+	// Checkpoints must each match the event at their position; Finish fails
+	// when the store ends before one of them (a cut tail or a store rolled
+	// back to an older copy).
+	Checkpoints []Checkpoint
+
+	pos       int64
+	hash      string
+	last      pollwarden.Event
+	headFound int64
+	ops       int64
+	err       *ChainError
+}
+
+// Add checks the next event: its position follows the last one, its
+// PrevHash is the last one's hash, and its hash matches its content. The
+// first failure is returned and kept; later calls return it again.
+func (v *Verifier) Add(e pollwarden.Event) error {
+	if v.err != nil {
+		return v.err
 	}
-	last := map[string]state{}
-	for _, e := range events {
-		prev := last[e.OperationID] // zero: nothing seen yet
-		bad := func(problem, format string, args ...any) error {
-			return &ChainError{OperationID: e.OperationID, Seq: e.Seq, Problem: problem, Detail: fmt.Sprintf(format, args...)}
+	switch want := v.pos + 1; {
+	case e.Pos > want:
+		v.err = chainErr(e, ProblemGap, "expected pos %d next: %d event(s) before this one were deleted", want, e.Pos-want)
+	case e.Pos < want:
+		v.err = chainErr(e, ProblemOrder, "expected pos %d next: the position repeats or goes back", want)
+	case e.PrevHash != v.hash:
+		v.err = chainErr(e, ProblemPrevHash, "prev_hash %s does not match the hash %s of the event at pos %d: an event was inserted, deleted or moved here",
+			short(e.PrevHash), short(v.hash), v.pos)
+	case e.Seq < 1:
+		v.err = chainErr(e, ProblemSeq, "seq %d is not positive", e.Seq)
+	}
+	if v.err == nil {
+		if got := Hash(e); got != e.Hash {
+			v.err = chainErr(e, ProblemHash, "stored hash %s, content hashes to %s: the event was edited", short(e.Hash), short(got))
 		}
-		switch want := prev.seq + 1; {
-		case e.Seq > want:
-			return bad(ProblemSeq, "expected seq %d, events are missing", want)
-		case e.Seq < want:
-			return bad(ProblemSeq, "expected seq %d, event is repeated or out of order", want)
+	}
+	if v.err == nil {
+		for _, c := range v.Checkpoints {
+			if c.Pos == e.Pos && c.Hash != e.Hash {
+				v.err = chainErr(e, ProblemAnchor, "%s says the event at pos %d has hash %s, the store's has %s: the history was rewritten",
+					c.What, c.Pos, short(c.Hash), short(e.Hash))
+			}
 		}
-		if e.PrevHash != prev.hash {
-			return bad(ProblemPrevHash, "prev_hash %q, previous event's hash is %q", e.PrevHash, prev.hash)
+	}
+	if v.err != nil {
+		return v.err
+	}
+	if v.Head != "" && v.headFound == 0 && e.Hash == v.Head {
+		v.headFound = e.Pos
+	}
+	if e.Seq == 1 {
+		v.ops++
+	}
+	v.pos, v.hash, v.last = e.Pos, e.Hash, e
+	v.last.Payload, v.last.Data = nil, pollwarden.EventData{}
+	return nil
+}
+
+// Finish reports what only the end of the walk shows: a head or a
+// checkpoint that was never reached.
+func (v *Verifier) Finish() error {
+	if v.err != nil {
+		return v.err
+	}
+	end := &ChainError{Pos: v.last.Pos, OperationID: v.last.OperationID, Seq: v.last.Seq}
+	if v.Head != "" && v.headFound == 0 {
+		end.Problem = ProblemHead
+		end.Detail = fmt.Sprintf("no event has the known head %s; the store ends here, at pos %d: events were cut from the end, the store was rolled back, or the head belongs to another store",
+			short(v.Head), v.pos)
+		v.err = end
+		return end
+	}
+	for _, c := range v.Checkpoints {
+		if c.Pos > v.pos {
+			end.Problem = ProblemAnchor
+			end.Detail = fmt.Sprintf("%s covers pos %d but the store ends at pos %d: events were cut from the end or the store was rolled back to an older copy",
+				c.What, c.Pos, v.pos)
+			v.err = end
+			return end
 		}
-		if got := Hash(e.PrevHash, e); got != e.Hash {
-			return bad(ProblemHash, "stored %q, content hashes to %q", e.Hash, got)
-		}
-		last[e.OperationID] = state{seq: e.Seq, hash: e.Hash}
 	}
 	return nil
 }
 
-// VerifyHead checks the events with VerifyChain and then that one of them
-// carries head, a hash recorded elsewhere earlier (a ticket, a log line).
-// This detects events cut off the end, which the chain alone cannot; events
-// legitimately appended after head was recorded are accepted.
-func VerifyHead(events []pollwarden.Event, head string) error {
-	if err := VerifyChain(events); err != nil {
-		return err
-	}
+// Pos and Hash are the last verified event's: the head of the store once
+// the walk is complete.
+func (v *Verifier) Pos() int64 { return v.pos }
+
+// Hash is the last verified event's hash.
+func (v *Verifier) Hash() string { return v.hash }
+
+// Operations counts the operations whose first event (seq 1) was seen.
+func (v *Verifier) Operations() int64 { return v.ops }
+
+// HeadPos is the position of the event carrying Head (0: not seen).
+func (v *Verifier) HeadPos() int64 { return v.headFound }
+
+// VerifyChain checks a complete chain given in position order, from pos 1.
+// It is Verifier for events already in memory.
+func VerifyChain(events []pollwarden.Event) error {
+	var v Verifier
 	for _, e := range events {
-		if e.Hash == head {
-			return nil
+		if err := v.Add(e); err != nil {
+			return err
 		}
 	}
-	c := &ChainError{Problem: ProblemHead, Detail: fmt.Sprintf("no event has hash %q: events were removed from the end, or the head belongs to another trail", head)}
-	if n := len(events); n > 0 {
-		c.OperationID, c.Seq = events[n-1].OperationID, events[n-1].Seq
+	return v.Finish()
+}
+
+// VerifyOperation checks one operation's events, in position order as a
+// store lists them: seqs 1, 2, 3… with rising positions, every hash
+// matching its content, and every PrevHash equal to the hash of the
+// store's event at Pos-1, which prev looks up (ok false when no event has
+// that position). It returns the first break, or nil. It cannot see events
+// cut from the operation's end; the store-wide Verifier with a head can.
+func VerifyOperation(events []pollwarden.Event, prev func(pos int64) (hash string, ok bool, err error)) (*ChainError, error) {
+	var lastPos int64
+	for i, e := range events {
+		if want := int64(i + 1); e.Seq != want {
+			return chainErr(e, ProblemSeq, "expected seq %d: the operation's events are missing, repeated or out of order", want), nil
+		}
+		if e.Pos <= lastPos {
+			return chainErr(e, ProblemOrder, "pos %d does not come after the previous event's pos %d", e.Pos, lastPos), nil
+		}
+		lastPos = e.Pos
+		if got := Hash(e); got != e.Hash {
+			return chainErr(e, ProblemHash, "stored hash %s, content hashes to %s: the event was edited", short(e.Hash), short(got)), nil
+		}
+		want := ""
+		if e.Pos > 1 {
+			h, ok, err := prev(e.Pos - 1)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return chainErr(e, ProblemGap, "the store has no event at pos %d, just before this one: it was deleted", e.Pos-1), nil
+			}
+			want = h
+		}
+		if e.PrevHash != want {
+			return chainErr(e, ProblemPrevHash, "prev_hash %s does not match the hash %s of the event at pos %d: an event was inserted, deleted or moved here",
+				short(e.PrevHash), short(want), e.Pos-1), nil
+		}
 	}
-	return c
+	return nil, nil
+}
+
+// short abbreviates a hash for messages; 16 hex digits identify it.
+func short(h string) string {
+	if h == "" {
+		return `""`
+	}
+	if len(h) > 16 {
+		return h[:16] + "…"
+	}
+	return h
+}
+
+// Scanner is the part of a store that a walk reads.
+type Scanner interface {
+	EventScan(ctx context.Context, p pollwarden.EventScanParams) ([]pollwarden.Event, error)
+}
+
+// Walk feeds every event of s to v in position order, pageSize events at a
+// time (so memory stays bounded whatever the store's size), then calls
+// Finish. It returns a *ChainError for a broken chain, any other error for
+// a store that could not be read. Events appended during the walk are
+// included until a page comes back empty.
+func (v *Verifier) Walk(ctx context.Context, s Scanner, pageSize int) error {
+	after := v.pos
+	for {
+		page, err := s.EventScan(ctx, pollwarden.EventScanParams{AfterPos: after, Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			return v.Finish()
+		}
+		for _, e := range page {
+			if err := v.Add(e); err != nil {
+				return err
+			}
+		}
+		after = page[len(page)-1].Pos
+	}
 }

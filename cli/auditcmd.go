@@ -1,8 +1,15 @@
 package cli
 
 import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -10,81 +17,459 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// verifyPage is how many events a walk reads per query.
+const verifyPage = 2000
+
 func auditCmd(env Env) *cobra.Command {
-	a := &cobra.Command{Use: "audit", Short: "Read and verify the audit trail"}
-	var store, tz string
+	a := &cobra.Command{
+		Use:   "audit",
+		Short: "Read, export, verify and anchor the audit trail",
+		Long: `The store keeps every event of every operation in ONE hash chain: each event
+has a position (pos 1, 2, 3…) and carries the hash of the event before it, so
+an edited, deleted, inserted or reordered event breaks the chain. Event
+payloads may be sealed (encrypted) with --audit-key; the chain covers the
+sealed bytes, so verify, head and anchor never need the key. See docs/audit.md.`,
+	}
+	storeFlag := func(c *cobra.Command, p *string) {
+		c.Flags().StringVar(p, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	}
+	a.AddCommand(auditShowCmd(env, storeFlag), auditExportCmd(env, storeFlag), auditVerifyCmd(env, storeFlag),
+		auditHeadCmd(env, storeFlag), auditAnchorCmd(env, storeFlag), auditKeygenCmd(env))
+	return a
+}
+
+func auditShowCmd(env Env, storeFlag func(*cobra.Command, *string)) *cobra.Command {
+	var store, tz, key string
 	var asJSON bool
 	show := &cobra.Command{
 		Use:   "show OPERATION",
-		Short: "Print an operation's story, one line per event",
-		Args:  cobra.ExactArgs(1),
+		Short: "Print an operation's story, one line per event, and check its part of the chain",
+		Long: `show prints an operation's story, one line per event, in --tz (default UTC).
+It also checks the operation's events against the chain: each event's hash,
+its link to the event just before it in the store, and its seq. At the first
+break it prints "!! chain broken at event N: why" after that event's line,
+prints the rest, and exits 1. A sealed store needs its --audit-key.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			loc, err := time.LoadLocation(tz)
 			if err != nil {
 				return usage(fmt.Errorf("--tz %q: %w", tz, err))
+			}
+			ctx := cmd.Context()
+			st, sealer, err := env.openStoreKey(ctx, store, key, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.OperationGet(ctx, args[0]); err != nil {
+				return usage(err)
+			}
+			var events []pollwarden.Event
+			for after := int64(0); ; {
+				page, err := st.EventScan(ctx, pollwarden.EventScanParams{OperationID: args[0], AfterPos: after})
+				if err != nil {
+					return err
+				}
+				if len(page) == 0 {
+					break
+				}
+				events = append(events, page...)
+				after = page[len(page)-1].Pos
+			}
+			unreadable := map[int]error{}
+			for i := range events {
+				d, err := audit.OpenPayload(sealer, events[i])
+				switch {
+				case errors.Is(err, audit.ErrNoKey), errors.Is(err, audit.ErrWrongKey):
+					return usage(err)
+				case err != nil:
+					unreadable[i] = err
+				}
+				events[i].Data = d
+			}
+			broken, err := audit.VerifyOperation(events, func(pos int64) (string, bool, error) {
+				page, err := st.EventScan(ctx, pollwarden.EventScanParams{AfterPos: pos - 1, Limit: 1})
+				if err != nil || len(page) == 0 || page[0].Pos != pos {
+					return "", false, err
+				}
+				return page[0].Hash, true, nil
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := writeJSON(env.Stdout, events); err != nil {
+					return err
+				}
+			} else {
+				for i, e := range events {
+					if err, bad := unreadable[i]; bad {
+						fmt.Fprintf(env.Stdout, "%s ?? %s event, payload unreadable: %v\n", e.At.In(loc).Format(time.TimeOnly), e.Kind, err)
+					} else {
+						fmt.Fprintln(env.Stdout, audit.StoryLine(e, loc))
+					}
+					if broken != nil && broken.Pos == e.Pos {
+						fmt.Fprintf(env.Stdout, "!! chain broken at event %d (pos %d): %s: %s\n", e.Seq, e.Pos, broken.Problem, broken.Detail)
+					}
+				}
+			}
+			if broken != nil {
+				return &exitError{code: ExitInternal, err: broken}
+			}
+			for i := range events {
+				if err, bad := unreadable[i]; bad {
+					return &exitError{code: ExitInternal, err: err}
+				}
+			}
+			return nil
+		},
+	}
+	storeFlag(show, &store)
+	show.Flags().StringVar(&tz, "tz", "UTC", "time zone for the story (IANA name, or Local)")
+	show.Flags().BoolVar(&asJSON, "json", false, "print the events as one JSON array")
+	show.Flags().StringVar(&key, "audit-key", "", "the store's sealing key file, needed when payloads are sealed (default $POLLWARDEN_AUDIT_KEY_FILE)")
+	return show
+}
+
+// exportLine is one line of `audit export`: every field always present.
+type exportLine struct {
+	OperationID string               `json:"operation_id"`
+	Seq         int64                `json:"seq"`
+	Pos         int64                `json:"pos"`
+	At          time.Time            `json:"at"`
+	Kind        pollwarden.EventKind `json:"kind"`
+	Data        pollwarden.EventData `json:"data"`
+	PrevHash    string               `json:"prev_hash"`
+	Hash        string               `json:"hash"`
+}
+
+func auditExportCmd(env Env, storeFlag func(*cobra.Command, *string)) *cobra.Command {
+	var store, key, out, op string
+	var after int64
+	cmd := &cobra.Command{
+		Use:   "export [--out FILE]",
+		Short: "Write the events as JSON Lines for a SIEM, in chain order",
+		Long: `export writes one JSON object per line and event, in chain order:
+operation_id, seq, pos, at (UTC), kind, data, prev_hash, hash. Each line's
+prev_hash is the previous line's hash, so a receiver can check continuity;
+--after POS resumes after the last position already shipped. A sealed store
+needs its --audit-key (the data is written decrypted). export does not
+verify the chain; run 'pollwarden audit verify' for that.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if after < 0 {
+				return usage(fmt.Errorf("--after %d: want a position >= 0", after))
+			}
+			ctx := cmd.Context()
+			st, sealer, err := env.openStoreKey(ctx, store, key, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			w := env.Stdout
+			var f *os.File
+			if out != "" {
+				// Audit data: readable by the owner only, like the store.
+				if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+					return usage(fmt.Errorf("--out: %w", err))
+				}
+				defer f.Close()
+				w = f
+			}
+			n, err := exportEvents(ctx, st, sealer, w, pollwarden.EventScanParams{AfterPos: after, OperationID: op})
+			if err != nil {
+				return keyError(err)
+			}
+			if f != nil {
+				if err := f.Close(); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stderr, "pollwarden: exported %d events to %s\n", n, out)
+			}
+			return nil
+		},
+	}
+	storeFlag(cmd, &store)
+	cmd.Flags().StringVar(&out, "out", "", "write to this file (created 0600) instead of stdout")
+	cmd.Flags().Int64Var(&after, "after", 0, "only events after this position")
+	cmd.Flags().StringVar(&op, "operation", "", "only this operation's events")
+	cmd.Flags().StringVar(&key, "audit-key", "", "the store's sealing key file, needed when payloads are sealed (default $POLLWARDEN_AUDIT_KEY_FILE)")
+	return cmd
+}
+
+func exportEvents(ctx context.Context, st pollwarden.Store, sealer audit.Sealer, w io.Writer, p pollwarden.EventScanParams) (int, error) {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	n := 0
+	p.Limit = verifyPage
+	for {
+		page, err := st.EventScan(ctx, p)
+		if err != nil {
+			return n, err
+		}
+		if len(page) == 0 {
+			return n, bw.Flush()
+		}
+		for _, e := range page {
+			d, err := audit.OpenPayload(sealer, e)
+			if err != nil {
+				return n, err
+			}
+			line := exportLine{OperationID: e.OperationID, Seq: e.Seq, Pos: e.Pos, At: e.At.UTC(), Kind: e.Kind,
+				Data: d, PrevHash: e.PrevHash, Hash: e.Hash}
+			if err := enc.Encode(line); err != nil {
+				return n, err
+			}
+			n++
+		}
+		p.AfterPos = page[len(page)-1].Pos
+	}
+}
+
+func auditVerifyCmd(env Env, storeFlag func(*cobra.Command, *string)) *cobra.Command {
+	var store, head, pubFile string
+	var anchors []string
+	cmd := &cobra.Command{
+		Use:   "verify [--head HASH] [--anchor FILE]...",
+		Short: "Check the store's whole hash chain offline; exit 1 naming the first bad event",
+		Long: `verify walks every event of the store in chain order, in bounded memory,
+and checks that positions follow each other, each event points at the one
+before it, and each hash matches its content. It needs no key, even for a
+sealed store. It detects an edited, deleted, inserted or reordered event.
+
+Events cut from the END leave an intact, shorter chain. To detect that, give
+a head written down earlier (--head, from 'pollwarden audit head'), or an
+anchor signed earlier ('pollwarden audit anchor'), which also detects a store
+file rolled back to an older copy or rewritten with recomputed hashes. Pin
+the anchor's signer with --public-key (the .pub file keygen wrote).
+
+Exit codes: 0 intact · 1 the chain is broken (the first bad event is named:
+operation, seq, pos, and why) or an anchor's signature is invalid ·
+2 usage error, or a store or anchor file that cannot be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var trusted ed25519.PublicKey
+			if pubFile != "" {
+				k, err := audit.LoadPublicKey(pubFile)
+				if err != nil {
+					return usage(fmt.Errorf("--public-key: %w", err))
+				}
+				trusted = k
+			}
+			v := &audit.Verifier{Head: head}
+			var loaded []audit.Anchor
+			for _, path := range anchors {
+				an, err := audit.LoadAnchor(path)
+				if err != nil {
+					return usage(fmt.Errorf("--anchor: %w", err))
+				}
+				if err := an.Check(trusted); err != nil {
+					return &exitError{code: ExitInternal, err: fmt.Errorf("anchor %s: %w", path, err)}
+				}
+				loaded = append(loaded, an)
+				v.Checkpoints = append(v.Checkpoints, an.Checkpoint())
 			}
 			st, err := env.openStore(cmd.Context(), store)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			if _, err := st.OperationGet(cmd.Context(), args[0]); err != nil {
-				return usage(err)
-			}
-			events, err := st.EventList(cmd.Context(), args[0])
-			if err != nil {
+			if err := v.Walk(cmd.Context(), st, verifyPage); err != nil {
+				var ce *audit.ChainError
+				if errors.As(err, &ce) {
+					fmt.Fprintf(env.Stdout, "BROKEN: %d events verified before the first bad event\n", max(ce.Pos-1, 0))
+					return &exitError{code: ExitInternal, err: err}
+				}
 				return err
 			}
-			if asJSON {
-				return writeJSON(env.Stdout, events)
+			fmt.Fprintf(env.Stdout, "ok: %d operations, %d events, the chain is intact; head %s at pos %d\n",
+				v.Operations(), v.Pos(), v.Hash(), v.Pos())
+			if head != "" {
+				fmt.Fprintf(env.Stdout, "ok: the known head is the event at pos %d\n", v.HeadPos())
 			}
-			for _, l := range audit.Story(events, loc) {
-				fmt.Fprintln(env.Stdout, l)
+			for i, an := range loaded {
+				pub, _ := decodeKey(an.PublicKey)
+				fmt.Fprintf(env.Stdout, "ok: anchor %s (pos %d, %s, signed by key %s) matches\n",
+					anchors[i], an.Pos, an.At.Format(time.RFC3339), audit.KeyFingerprint(pub))
 			}
-			if err := audit.VerifyChain(events); err != nil {
-				fmt.Fprintf(env.Stdout, "!! the chain is broken: %v\n", err)
+			if len(loaded) > 0 && trusted == nil {
+				fmt.Fprintln(env.Stdout, "note: anchors were checked against the keys they carry; pin the signer with --public-key")
 			}
 			return nil
 		},
 	}
-	show.Flags().StringVar(&tz, "tz", "UTC", "time zone for the story (IANA name, or Local)")
-	show.Flags().BoolVar(&asJSON, "json", false, "print the events as JSON")
-	verify := &cobra.Command{
-		Use:   "verify",
-		Short: "Check every operation's hash chain offline",
-		Args:  cobra.NoArgs,
+	storeFlag(cmd, &store)
+	cmd.Flags().StringVar(&head, "head", "", "a head hash recorded earlier (pollwarden audit head): fail if no event has it")
+	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "an anchor file (pollwarden audit anchor): fail if the store disagrees with it (repeatable)")
+	cmd.Flags().StringVar(&pubFile, "public-key", "", "the anchors' signer: a public key file written by 'audit keygen --kind anchor'")
+	return cmd
+}
+
+func auditHeadCmd(env Env, storeFlag func(*cobra.Command, *string)) *cobra.Command {
+	var store string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "head",
+		Short: "Print the hash of the last event (an empty line for an empty store)",
+		Long: `head prints the hash of the last event in the store's chain. Write it down
+somewhere the store's writers cannot change (a ticket, a log shipped away);
+'pollwarden audit verify --head HASH' later fails if that event is gone.
+--json prints {"pos":N,"hash":"…"}. head does not verify the chain.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := env.openStore(cmd.Context(), store)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			ops, err := st.OperationList(cmd.Context(), pollwarden.ListParams{})
+			pos, hash, err := st.AuditHead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var bad []error
-			n := 0
-			for _, op := range ops {
-				events, err := st.EventList(cmd.Context(), op.ID)
-				if err != nil {
-					return err
-				}
-				n += len(events)
-				if err := audit.VerifyChain(events); err != nil {
-					bad = append(bad, fmt.Errorf("operation %s: %w", op.ID, err))
-				}
+			if asJSON {
+				return writeJSON(env.Stdout, struct {
+					Pos  int64  `json:"pos"`
+					Hash string `json:"hash"`
+				}{pos, hash})
 			}
-			if len(bad) > 0 {
-				return &exitError{code: ExitInternal, err: errors.Join(bad...)}
-			}
-			fmt.Fprintf(env.Stdout, "ok: %d operations, %d events, every chain intact\n", len(ops), n)
+			fmt.Fprintln(env.Stdout, hash)
 			return nil
 		},
 	}
-	for _, c := range []*cobra.Command{show, verify} {
-		c.Flags().StringVar(&store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
-	}
-	a.AddCommand(show, verify)
-	return a
+	storeFlag(cmd, &store)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the position and hash as JSON")
+	return cmd
 }
+
+func auditAnchorCmd(env Env, storeFlag func(*cobra.Command, *string)) *cobra.Command {
+	var store, keyFile, out string
+	cmd := &cobra.Command{
+		Use:   "anchor --key FILE [--out FILE]",
+		Short: "Verify the chain and write a signed checkpoint of its head",
+		Long: `anchor verifies the whole chain, then signs "the event at pos N has hash H"
+with an ed25519 key (audit keygen --kind anchor) and writes it as JSON:
+{version, pos, head, at, public_key, signature}. Keep anchors where the
+store's writers cannot reach them; 'pollwarden audit verify --anchor FILE'
+then detects a cut tail, a rollback to an older copy of the store, or a chain
+rewritten with recomputed hashes. A broken chain is not anchored (exit 1).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if keyFile == "" {
+				return usage(errors.New("--key is required: the anchor signing key (pollwarden audit keygen --kind anchor)"))
+			}
+			key, err := audit.LoadAnchorKey(keyFile)
+			if err != nil {
+				return usage(fmt.Errorf("--key: %w", err))
+			}
+			st, err := env.openStore(cmd.Context(), store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var v audit.Verifier
+			if err := v.Walk(cmd.Context(), st, verifyPage); err != nil {
+				var ce *audit.ChainError
+				if errors.As(err, &ce) {
+					return &exitError{code: ExitInternal, err: fmt.Errorf("not anchoring a broken chain: %w", err)}
+				}
+				return err
+			}
+			if v.Pos() == 0 {
+				return usage(errors.New("the store holds no events; there is nothing to anchor"))
+			}
+			an := audit.SignAnchor(key, v.Pos(), v.Hash(), time.Now())
+			b, err := json.MarshalIndent(an, "", "  ")
+			if err != nil {
+				return err
+			}
+			b = append(b, '\n')
+			if out == "" {
+				_, err := env.Stdout.Write(b)
+				return err
+			}
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				return usage(fmt.Errorf("--out: %w", err))
+			}
+			fmt.Fprintf(env.Stdout, "anchored pos %d, head %s, in %s\n", an.Pos, an.Head, out)
+			return nil
+		},
+	}
+	storeFlag(cmd, &store)
+	cmd.Flags().StringVar(&keyFile, "key", "", "ed25519 private key file (PKCS#8 PEM, from 'audit keygen --kind anchor')")
+	cmd.Flags().StringVar(&out, "out", "", "write the anchor to this file instead of stdout")
+	return cmd
+}
+
+func auditKeygenCmd(env Env) *cobra.Command {
+	var kind, out string
+	cmd := &cobra.Command{
+		Use:   "keygen --kind anchor|seal --out FILE",
+		Short: "Create an anchor signing key or a payload sealing key",
+		Long: `keygen writes a new key to --out with mode 0600, refusing to overwrite a file.
+
+--kind anchor: an ed25519 private key (PKCS#8 PEM, readable by openssl) for
+'audit anchor --key', and FILE.pub, the base64 public key for
+'audit verify --public-key'.
+
+--kind seal: a 32-byte XChaCha20-Poly1305 key (PEM) for --audit-key or
+$POLLWARDEN_AUDIT_KEY_FILE. A store started with it seals every event
+payload; lose the key and those payloads cannot be read (the chain still
+verifies).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usage(errors.New("--out is required"))
+			}
+			switch kind {
+			case "anchor":
+				if _, err := os.Lstat(out + ".pub"); err == nil {
+					return usage(fmt.Errorf("--out: %s.pub already exists", out))
+				}
+				body, pub := audit.GenerateAnchorKey()
+				if err := writeNew(out, body, 0o600); err != nil {
+					return err
+				}
+				pubText := []byte(encodeKey(pub) + "\n")
+				if err := writeNew(out+".pub", pubText, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "wrote anchor signing key %s (keep it secret) and public key %s.pub (fingerprint %s)\n",
+					out, out, audit.KeyFingerprint(pub))
+			case "seal":
+				body := audit.GenerateSealKeyPEM()
+				k, err := audit.ParseSealKey(body)
+				if err != nil {
+					return err
+				}
+				if err := writeNew(out, body, 0o600); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "wrote sealing key %s (key id %s); keep a copy: sealed payloads cannot be read without it\n", out, k.KeyID())
+			default:
+				return usage(fmt.Errorf("--kind %q: want anchor or seal", kind))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "anchor (ed25519 signing key) or seal (payload encryption key)")
+	cmd.Flags().StringVar(&out, "out", "", "the key file to create")
+	return cmd
+}
+
+// writeNew creates path with perm, refusing to replace an existing file.
+func writeNew(path string, body []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return usage(fmt.Errorf("--out: %w", err))
+	}
+	if _, err := f.Write(body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func encodeKey(pub ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(pub) }
+
+func decodeKey(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

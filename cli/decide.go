@@ -10,7 +10,7 @@ import (
 )
 
 func decideCmd(env Env) *cobra.Command {
-	var store, contractArg, by, note string
+	var store, contractArg, by, note, auditKey string
 	cmd := &cobra.Command{
 		Use:   "decide OPERATION OPTION",
 		Short: "Answer an escalation with one of its options, as an approver",
@@ -21,7 +21,7 @@ door with per-person roles. An extension adds time and requests and never
 resets a counter; waiting resumes with the next 'pollwarden wait'.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := env.openStore(cmd.Context(), store)
+			st, _, err := env.openStoreKey(cmd.Context(), store, auditKey, true)
 			if err != nil {
 				return err
 			}
@@ -59,5 +59,6 @@ resets a counter; waiting resumes with the next 'pollwarden wait'.`,
 	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides (default $USER)")
 	cmd.Flags().StringVar(&note, "note", "", "why, recorded with the decision")
+	cmd.Flags().StringVar(&auditKey, "audit-key", "", auditKeyHelp)
 	return cmd
 }

@@ -2,11 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/sqlite"
 )
 
@@ -39,17 +40,78 @@ func (env Env) storePath(flag string) (string, error) {
 	return filepath.Join(dir, "pollwarden.db"), nil
 }
 
-// openStore opens the SQLite store at path. A path that cannot hold a
-// store, or a file that is not one, is bad input (exit 2) and the file is
-// left untouched.
-func (env Env) openStore(ctx context.Context, flag string) (pollwarden.Store, error) {
+// openStore opens the SQLite store at path without an audit key: records,
+// leases and the raw chain are readable, sealed payloads are not. A path
+// that cannot hold a store, or a file that is not one, is bad input (exit
+// 2) and the file is left untouched.
+func (env Env) openStore(ctx context.Context, flag string) (*sqlite.Store, error) {
+	return env.openWith(ctx, flag, nil)
+}
+
+func (env Env) openWith(ctx context.Context, flag string, sealer audit.Sealer) (*sqlite.Store, error) {
 	path, err := env.storePath(flag)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Sealer: sealer})
 	if err != nil {
 		return nil, usage(err)
 	}
 	return st, nil
+}
+
+// auditKeyHelp is the --audit-key flag's help text.
+const auditKeyHelp = "sealing key file: event payloads are encrypted at rest with it (default $POLLWARDEN_AUDIT_KEY_FILE; none: plain)"
+
+// sealKey loads the audit sealing key named by --audit-key, else by
+// $POLLWARDEN_AUDIT_KEY_FILE; nil when neither is set.
+func (env Env) sealKey(flag string) (*audit.SealKey, error) {
+	path := flag
+	if path == "" {
+		path = env.lookup("POLLWARDEN_AUDIT_KEY_FILE")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	k, err := audit.LoadSealKey(path)
+	if err != nil {
+		return nil, usage(fmt.Errorf("--audit-key: %w", err))
+	}
+	return k, nil
+}
+
+// openStoreKey opens the store with the audit key of keyFlag (or the
+// environment), which seals payloads on append and opens them on read.
+// With write set, a key that does not fit the store (missing for a sealed
+// store, another key, or a key for a store that keeps payloads plain) is
+// refused before anything is written: exit 2.
+func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write bool) (*sqlite.Store, audit.Sealer, error) {
+	var sealer audit.Sealer
+	k, err := env.sealKey(keyFlag)
+	if err != nil {
+		return nil, nil, err
+	}
+	if k != nil {
+		sealer = k // not a typed nil in the interface
+	}
+	st, err := env.openWith(ctx, flag, sealer)
+	if err != nil {
+		return nil, nil, err
+	}
+	if write {
+		if err := st.CheckSealing(ctx); err != nil {
+			st.Close()
+			return nil, nil, usage(err)
+		}
+	}
+	return st, sealer, nil
+}
+
+// keyError marks a payload that cannot be read for want of the right key
+// as bad input (exit 2).
+func keyError(err error) error {
+	if errors.Is(err, audit.ErrNoKey) || errors.Is(err, audit.ErrWrongKey) || errors.Is(err, sqlite.ErrSealing) {
+		return usage(err)
+	}
+	return err
 }

@@ -21,6 +21,7 @@ import (
 
 type waitFlags struct {
 	contract, jobID, statusURL, opID, deadline, store string
+	auditKey                                          string
 	maxRequests, maxFailures                          int
 	json, quiet                                       bool
 }
@@ -52,6 +53,7 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
 	fl.IntVar(&f.maxFailures, "max-transport-failures", 0, "maximum transport failures; may only lower the contract's")
 	fl.StringVar(&f.store, "store", "", "store file (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
+	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.BoolVar(&f.json, "json", false, "print one JSON object with the outcome on stdout")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the outcome")
 	return cmd
@@ -83,7 +85,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		}
 		p.ID = ct.Name + "-" + policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred)[:12]
 	}
-	st, err := env.openStore(ctx, f.store)
+	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}

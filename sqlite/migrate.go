@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -160,6 +161,17 @@ func (s *Store) migrate(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("record migration %s: %w", m.name, err)
 			}
+		}
+		// Stores made before the release kept one audit chain per
+		// operation, in an events table without positions; 001 was
+		// rewritten for the store-wide chain before anything shipped.
+		var hasPos int
+		err = tx.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'pos'").Scan(&hasPos)
+		if err != nil {
+			return fmt.Errorf("read schema: %w", err)
+		}
+		if hasPos == 0 {
+			return errors.New("this store was made by a pre-release pollwarden (per-operation audit chains) and cannot be used; move it aside and start a new one")
 		}
 		return nil
 	})

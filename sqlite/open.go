@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pollwarden/pollwarden/audit"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -56,6 +57,13 @@ type Options struct {
 	// BusyTimeout bounds each wait for another process's write lock
 	// (default DefaultBusyTimeout, at least 1 ms).
 	BusyTimeout time.Duration
+	// Sealer, when set, seals (encrypts) event payloads before they are
+	// appended and opens them in EventList. Records are never sealed. The
+	// first append fixes a store as plain or sealed with one key; appends
+	// with a missing or another key then fail with ErrSealing and write
+	// nothing (see CheckSealing). EventScan, AuditHead and verification
+	// need no key.
+	Sealer audit.Sealer
 }
 
 // Store implements pollwarden.Store over one SQLite file.
@@ -69,7 +77,15 @@ type Store struct {
 	// processes are still excluded by BEGIN IMMEDIATE.
 	wmu       sync.Mutex
 	closeOnce sync.Once
-	closeErr  error
+	sealer    audit.Sealer
+	// mode caches the store's sealing key id ("" = plain) once read; it
+	// never changes after the first append writes it.
+	modeMu    sync.Mutex
+	mode      string
+	modeKnown bool
+	// The statements of writes with events (see prepareStatements).
+	insertStmt, createChainStmt, saveChainStmt *sql.Stmt
+	closeErr                                   error
 }
 
 // Open opens the store at path, creating and migrating it when the file does
@@ -110,8 +126,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, path: abs}
-	if err := s.init(ctx); err != nil {
+	s := &Store{db: db, path: abs, sealer: opts.Sealer}
+	err = s.init(ctx)
+	if err == nil {
+		err = s.prepareStatements(ctx)
+	}
+	if err != nil {
+		s.closeStatements()
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
@@ -134,6 +155,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		files.Lock()
 		defer files.Unlock()
+		s.closeStatements()
 		s.closeErr = s.db.Close()
 		files.release(s.file)
 	})

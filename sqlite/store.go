@@ -60,22 +60,29 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 	if err != nil {
 		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
 	}
-	evs, err := prepareEvents(op.ID, events)
+	evs, err := s.prepareEvents(op.ID, events)
 	if err != nil {
 		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		var one int
-		switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM operations WHERE id = ?", op.ID).Scan(&one); {
-		case err == nil:
-			return pollwarden.ErrExists
-		case !errors.Is(err, sql.ErrNoRows):
+		var exists bool
+		var cs chainState
+		var err error
+		if len(evs) == 0 {
+			err = tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM operations WHERE id = ?)", op.ID).Scan(&exists)
+		} else {
+			err = tx.StmtContext(ctx, s.createChainStmt).QueryRowContext(ctx, op.ID).Scan(&exists, &cs.pos, &cs.hash)
+		}
+		if err != nil {
 			return err
+		}
+		if exists {
+			return pollwarden.ErrExists
 		}
 		if _, err := tx.ExecContext(ctx, insertOpSQL, append([]any{op.ID}, args...)...); err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, op.ID, evs)
+		return s.appendEvents(ctx, tx, op.ID, cs, evs)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
@@ -162,16 +169,22 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if err != nil {
 		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
 	}
-	evs, err := prepareEvents(op.ID, p.Events)
+	evs, err := s.prepareEvents(op.ID, p.Events)
 	if err != nil {
 		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var version int64
 		var ls leaseState
-		err := tx.QueryRowContext(ctx,
-			"SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?", op.ID).
-			Scan(&version, &ls.owner, &ls.epoch, &ls.expires)
+		var cs chainState
+		var err error
+		if len(evs) == 0 {
+			err = tx.QueryRowContext(ctx, "SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?", op.ID).
+				Scan(&version, &ls.owner, &ls.epoch, &ls.expires)
+		} else {
+			err = tx.StmtContext(ctx, s.saveChainStmt).QueryRowContext(ctx, op.ID).
+				Scan(&version, &ls.owner, &ls.epoch, &ls.expires, &cs.pos, &cs.hash, &cs.seq)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return pollwarden.ErrNotFound
 		}
@@ -187,7 +200,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		if _, err := tx.ExecContext(ctx, updateOpSQL, append(args, op.ID)...); err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, op.ID, evs)
+		return s.appendEvents(ctx, tx, op.ID, cs, evs)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)

@@ -25,3 +25,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceNormal(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{Synchronous: "NORMAL"}) })
 }
+
+func TestConformanceSealed(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{Sealer: sealKey(t, 1)}) })
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -13,17 +14,70 @@ import (
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
 
-// verify checks that the stored trail chains and has exactly n events.
+// verify checks that the operation's stored events are n, chain into the
+// store-wide chain (VerifyOperation), and that the whole store verifies.
 func verify(t *testing.T, s pollwarden.Store, id string, n int) []pollwarden.Event {
 	t.Helper()
 	evs := events(t, s, id)
 	if len(evs) != n {
 		t.Fatalf("%d events for %q, want %d", len(evs), id, n)
 	}
-	if err := audit.VerifyChain(evs); err != nil {
-		t.Fatalf("stored trail of %q: %v", id, err)
+	prev := func(pos int64) (string, bool, error) {
+		page, err := s.EventScan(t.Context(), pollwarden.EventScanParams{AfterPos: pos - 1, Limit: 1})
+		if err != nil || len(page) == 0 || page[0].Pos != pos {
+			return "", false, err
+		}
+		return page[0].Hash, true, nil
 	}
+	ce, err := audit.VerifyOperation(evs, prev)
+	if err != nil || ce != nil {
+		t.Fatalf("stored trail of %q: %v %v", id, ce, err)
+	}
+	verifyStore(t, s)
 	return evs
+}
+
+// scanAll walks the whole chain with EventScan, a few events per page.
+func scanAll(t *testing.T, s pollwarden.Store) []pollwarden.Event {
+	t.Helper()
+	var all []pollwarden.Event
+	var after int64
+	for {
+		page, err := s.EventScan(t.Context(), pollwarden.EventScanParams{AfterPos: after, Limit: 3})
+		if err != nil {
+			t.Fatalf("EventScan after %d: %v", after, err)
+		}
+		if len(page) > 3 {
+			t.Fatalf("EventScan returned %d events, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			return all
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Pos
+	}
+}
+
+// verifyStore checks the store-wide chain and that AuditHead is its end.
+func verifyStore(t *testing.T, s pollwarden.Store) []pollwarden.Event {
+	t.Helper()
+	all := scanAll(t, s)
+	if err := audit.VerifyChain(all); err != nil {
+		t.Fatalf("store-wide chain: %v", err)
+	}
+	pos, hash, err := s.AuditHead(t.Context())
+	if err != nil {
+		t.Fatalf("AuditHead: %v", err)
+	}
+	var wantPos int64
+	var wantHash string
+	if n := len(all); n > 0 {
+		wantPos, wantHash = all[n-1].Pos, all[n-1].Hash
+	}
+	if pos != wantPos || hash != wantHash {
+		t.Fatalf("AuditHead = %d %q, the chain ends at %d %q", pos, hash, wantPos, wantHash)
+	}
+	return all
 }
 
 func testEventsInOrder(t *testing.T, s pollwarden.Store) {
@@ -58,14 +112,65 @@ func testEventsInOrder(t *testing.T, s pollwarden.Store) {
 	given := append(append(append([]pollwarden.Event{}, first...), second...), third...)
 	stored := verify(t, s, "op-1", 4)
 	for i, e := range given {
-		if e.OperationID != "op-1" || e.Seq != int64(i+1) || e.Hash == "" {
+		if e.OperationID != "op-1" || e.Seq != int64(i+1) || e.Pos != int64(i+1) || e.Hash == "" || len(e.Payload) == 0 {
 			t.Fatalf("caller's event %d not filled in: %+v", i, e)
+		}
+		if string(stored[i].Payload) != string(e.Payload) {
+			t.Fatalf("event %d: stored payload %q, caller was given %q", i, stored[i].Payload, e.Payload)
 		}
 	}
 	if given[0].PrevHash != "" {
 		t.Fatalf("first event has prev_hash %q", given[0].PrevHash)
 	}
 	same(t, "stored events", stored, given)
+}
+
+// testEventsStoreWideChain interleaves operations: positions run across
+// the whole store, seqs per operation, and every event points at the one
+// appended just before it, whatever its operation.
+func testEventsStoreWideChain(t *testing.T, s pollwarden.Store) {
+	if pos, hash, err := s.AuditHead(t.Context()); err != nil || pos != 0 || hash != "" {
+		t.Fatalf("AuditHead of an empty store = %d %q %v", pos, hash, err)
+	}
+	if page, err := s.EventScan(t.Context(), pollwarden.EventScanParams{}); err != nil || len(page) != 0 {
+		t.Fatalf("EventScan of an empty store = %v %v", page, err)
+	}
+	create(t, s, newOp("op-a"))
+	create(t, s, newOp("op-b"))
+	for _, id := range []string{"op-a", "op-b", "op-a", "op-a", "op-b"} {
+		if err := save(t, s, id, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := verifyStore(t, s)
+	if len(all) != 7 {
+		t.Fatalf("%d events in the store, want 7", len(all))
+	}
+	wantOps := []string{"op-a", "op-b", "op-a", "op-b", "op-a", "op-a", "op-b"}
+	wantSeq := []int64{1, 1, 2, 2, 3, 4, 3}
+	for i, e := range all {
+		if e.Pos != int64(i+1) || e.OperationID != wantOps[i] || e.Seq != wantSeq[i] {
+			t.Fatalf("event %d: pos %d %s seq %d, want pos %d %s seq %d", i, e.Pos, e.OperationID, e.Seq, i+1, wantOps[i], wantSeq[i])
+		}
+		if len(e.Payload) == 0 || !reflect.DeepEqual(e.Data, pollwarden.EventData{}) {
+			t.Fatalf("EventScan event %d is not raw: payload %q data %+v", i, e.Payload, e.Data)
+		}
+	}
+	b := verify(t, s, "op-b", 3)
+	if b[0].Pos != 2 || b[0].PrevHash != all[0].Hash || b[1].PrevHash != all[2].Hash {
+		t.Fatalf("op-b's events do not chain to the events before them: %+v", b)
+	}
+	verify(t, s, "op-a", 4)
+	page, err := s.EventScan(t.Context(), pollwarden.EventScanParams{OperationID: "op-a", AfterPos: 3, Limit: 10})
+	if err != nil || len(page) != 2 || page[0].Pos != 5 || page[1].Pos != 6 {
+		t.Fatalf("EventScan of op-a after pos 3 = %+v, %v; want pos 5 and 6", page, err)
+	}
+	if page, err := s.EventScan(t.Context(), pollwarden.EventScanParams{OperationID: "missing"}); err != nil || len(page) != 0 {
+		t.Fatalf("EventScan of an unknown operation = %v, %v", page, err)
+	}
+	if page, err := s.EventScan(t.Context(), pollwarden.EventScanParams{AfterPos: 7}); err != nil || len(page) != 0 {
+		t.Fatalf("EventScan after the head = %v, %v", page, err)
+	}
 }
 
 func testEventsPerOperation(t *testing.T, s pollwarden.Store) {
@@ -77,8 +182,8 @@ func testEventsPerOperation(t *testing.T, s pollwarden.Store) {
 		}
 	}
 	verify(t, s, "op-a", 3)
-	if b := verify(t, s, "op-b", 2); b[0].Seq != 1 || b[0].PrevHash != "" {
-		t.Fatalf("op-b's trail does not start its own chain: %+v", b[0])
+	if b := verify(t, s, "op-b", 2); b[0].Seq != 1 || b[0].Pos != 2 {
+		t.Fatalf("op-b's first event is seq %d at pos %d, want seq 1 at pos 2", b[0].Seq, b[0].Pos)
 	}
 }
 

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ConcurrentLeaseAcquire", testConcurrentAcquire},
 		{"EventsAppendedInOrder", testEventsInOrder},
 		{"EventsPerOperation", testEventsPerOperation},
+		{"EventsStoreWideChain", testEventsStoreWideChain},
 		{"EventListUnknownOperation", testEventListUnknown},
 		{"ConcurrentSaversOneWinsEachVersion", testConcurrentSavers},
 		{"ConcurrentIncrementsNoneLost", testConcurrentIncrements},

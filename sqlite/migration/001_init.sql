@@ -39,16 +39,39 @@ CREATE TABLE operations (
 CREATE INDEX operations_phase ON operations (phase, created_order);
 CREATE INDEX operations_due ON operations (next_poll_at) WHERE phase = 'waiting';
 
+-- The audit trail: ONE hash chain across the whole store (docs/audit.md).
+-- pos is the event's place in that chain (the rowid, so a walk by pos is a
+-- plain table scan); seq numbers an operation's own events. payload is the
+-- event's data as canonical JSON, or that JSON sealed (encrypted) when the
+-- store seals payloads; the hash covers these bytes as stored.
 CREATE TABLE events (
+    pos          INTEGER NOT NULL PRIMARY KEY CHECK (pos >= 1),
     operation_id TEXT    NOT NULL REFERENCES operations (id),
     seq          INTEGER NOT NULL CHECK (seq >= 1),
     at           TEXT    NOT NULL,
     kind         TEXT    NOT NULL,
-    data         TEXT    NOT NULL CHECK (json_valid(data)),
+    payload      BLOB    NOT NULL,
     prev_hash    TEXT    NOT NULL,
     hash         TEXT    NOT NULL,
-    PRIMARY KEY (operation_id, seq)
-) STRICT, WITHOUT ROWID;
+    UNIQUE (operation_id, seq)
+) STRICT;
+
+-- Whether payloads are sealed, and with which key (by id; '' = plain). The
+-- first append decides, once: a store never mixes plain and sealed events.
+CREATE TABLE audit_settings (
+    id          INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    seal_key_id TEXT    NOT NULL
+) STRICT;
+
+CREATE TRIGGER audit_settings_no_update BEFORE UPDATE ON audit_settings
+BEGIN
+    SELECT RAISE(ABORT, 'pollwarden: audit settings are fixed');
+END;
+
+CREATE TRIGGER audit_settings_no_delete BEFORE DELETE ON audit_settings
+BEGIN
+    SELECT RAISE(ABORT, 'pollwarden: audit settings are fixed');
+END;
 
 -- The audit trail is append-only (R25); the hash chain detects tampering
 -- from outside, these triggers stop it from inside.
