@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,23 +65,113 @@ func demoCases() []demoCase {
 
 func demoCmd(env Env) *cobra.Command {
 	var keep bool
+	var key string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run six operations against a built-in fake provider and print each outcome and story",
-		Args:  cobra.NoArgs,
+		Long: `demo runs six jobs against an in-process fake provider (a success, a
+Retry-After, an unknown state, an exhausted budget, a denied credential and a
+failing gateway) in a temporary store, prints each outcome with its story,
+then verifies the store's hash chain. With --audit-key the event payloads are
+sealed with that key, as in a real store.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.runDemo(cmd.Context(), keep)
+			return env.runDemo(cmd.Context(), keep, key)
 		},
 	}
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's store and contract in a temporary directory and print its path")
+	cmd.Flags().StringVar(&key, "audit-key", "", auditKeyHelp)
 	return cmd
 }
 
-func (env Env) runDemo(ctx context.Context, keep bool) error {
+// demoOptions make a demo run reproducible: tests pass a fake clock and a
+// seeded random source, the command the real ones.
+type demoOptions struct {
+	dir    string // the store and contract are written here
+	clock  controller.Clock
+	rand   *rand.Rand
+	loc    *time.Location // for the stories
+	sealer audit.Sealer
+	// started is told the provider's URL and the contract's name.
+	started func(url, contract string)
+	// done is told each case's outcome as it finishes.
+	done func(i int, r demoResult)
+}
+
+type demoResult struct {
+	title    string
+	outcome  string
+	exit     int
+	story    []string
+	requests int
+}
+
+// demo runs the six cases in a store under o.dir and returns the verifier
+// that walked the store's chain afterwards.
+func (env Env) demo(ctx context.Context, o demoOptions) (*audit.Verifier, error) {
 	srv := fp.New()
 	defer srv.Close()
 	const token = "demo-token-not-a-real-secret"
 	srv.RequireToken(token)
+	path := filepath.Join(o.dir, "demo-export.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(demoContract, srv.URL())), 0o600); err != nil {
+		return nil, err
+	}
+	ex, err := env.loadContract(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := env.openWith(ctx, filepath.Join(o.dir, "demo.db"), o.sealer)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if err := st.CheckSealing(ctx); err != nil {
+		return nil, usage(err)
+	}
+	getenv := func(k string) (string, bool) {
+		if k == "DEMO_PROVIDER_TOKEN" {
+			return token, true
+		}
+		return "", false
+	}
+	ctl := controller.New(controller.Options{Store: st, Clock: o.clock, Rand: o.rand,
+		Prober: prober.New(prober.Options{Now: o.clock.Now, Getenv: getenv})})
+	if o.started != nil {
+		o.started(srv.URL(), contractOf(ex).Name)
+	}
+	for i, c := range demoCases() {
+		srv.Script(c.job, c.steps...)
+		op, _, err := ctl.Submit(ctx, ex, policy.NewParams{ID: fmt.Sprintf("demo-%d-%s", i+1, c.job), ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
+		if err != nil {
+			return nil, err
+		}
+		final, err := ctl.Wait(ctx, ex, op.ID, nil)
+		if err != nil {
+			return nil, err
+		}
+		events, err := st.EventList(ctx, op.ID)
+		if err != nil {
+			return nil, err
+		}
+		if o.done != nil {
+			o.done(i, demoResult{title: c.title, outcome: outcomeWords(final), exit: ExitCode(final),
+				story: audit.Story(events, o.loc), requests: srv.Count(c.job)})
+		}
+	}
+	v := new(audit.Verifier)
+	return v, v.Walk(ctx, st, verifyPage)
+}
+
+func (env Env) runDemo(ctx context.Context, keep bool, keyFlag string) error {
+	var sealer audit.Sealer
+	k, err := env.sealKey(keyFlag)
+	if err != nil {
+		return err
+	}
+	if k != nil {
+		sealer = k
+	}
 	dir, err := os.MkdirTemp("", "pollwarden-demo-")
 	if err != nil {
 		return err
@@ -88,50 +179,29 @@ func (env Env) runDemo(ctx context.Context, keep bool) error {
 	if !keep {
 		defer os.RemoveAll(dir)
 	}
-	path := filepath.Join(dir, "demo-export.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(demoContract, srv.URL())), 0o600); err != nil {
-		return err
-	}
-	ex, err := env.loadContract(path)
+	out := env.Stdout
+	v, err := env.demo(ctx, demoOptions{dir: dir, clock: controller.RealClock{}, rand: newRand(), loc: time.Local, sealer: sealer,
+		started: func(url, name string) {
+			fmt.Fprintf(out, "pollwarden demo: six jobs at a fake provider on %s, contract %s\n", url, name)
+		},
+		done: func(i int, r demoResult) {
+			fmt.Fprintf(out, "\n== %d. %s: %s (exit code %d)\n", i+1, r.title, r.outcome, r.exit)
+			for _, l := range r.story {
+				fmt.Fprintln(out, "   "+l)
+			}
+			fmt.Fprintf(out, "   provider saw %d status requests\n", r.requests)
+		}})
 	if err != nil {
 		return err
 	}
-	st, err := env.openStore(ctx, filepath.Join(dir, "demo.db"))
-	if err != nil {
-		return err
+	sealed := "plain payloads"
+	if sealer != nil {
+		sealed = "payloads sealed with key " + sealer.KeyID()
 	}
-	defer st.Close()
-	getenv := func(k string) (string, bool) {
-		if k == "DEMO_PROVIDER_TOKEN" {
-			return token, true
-		}
-		return "", false
-	}
-	ctl := controller.New(controller.Options{Store: st, Clock: controller.RealClock{}, Rand: newRand(),
-		Prober: prober.New(prober.Options{Now: time.Now, Getenv: getenv})})
-	fmt.Fprintf(env.Stdout, "pollwarden demo: six jobs at a fake provider on %s, contract %s\n", srv.URL(), contractOf(ex).Name)
-	for i, c := range demoCases() {
-		srv.Script(c.job, c.steps...)
-		op, _, err := ctl.Submit(ctx, ex, policy.NewParams{ID: fmt.Sprintf("demo-%d-%s", i+1, c.job), ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
-		if err != nil {
-			return err
-		}
-		final, err := ctl.Wait(ctx, ex, op.ID, nil)
-		if err != nil {
-			return err
-		}
-		events, err := st.EventList(ctx, op.ID)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "\n== %d. %s: %s (exit code %d)\n", i+1, c.title, outcomeWords(final), ExitCode(final))
-		for _, l := range audit.Story(events, time.Local) {
-			fmt.Fprintln(env.Stdout, "   "+l)
-		}
-		fmt.Fprintf(env.Stdout, "   provider saw %d status requests\n", srv.Count(c.job))
-	}
+	fmt.Fprintf(out, "\naudit: %d events of %d operations in one hash chain, intact (%s); head %s\n",
+		v.Pos(), v.Operations(), sealed, v.Hash())
 	if keep {
-		fmt.Fprintf(env.Stdout, "\nstore and contract kept in %s\n", dir)
+		fmt.Fprintf(out, "\nstore and contract kept in %s\n", dir)
 	}
 	return nil
 }
