@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// Epoch is the wall time the virtual clock's zero maps to when the real
+// policy is called. Any fixed time would do.
+var Epoch = time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)
+
+// contractYAML is the contract every simulated operation runs under: the
+// specification's example with base 5 s, max 120 s, deadline 40 min, the
+// states running/succeeded and a required result URL. The request budget
+// is set out of reach, as the herd has none; the transport-failure and
+// rate-limit budgets keep the specification's defaults.
+const contractYAML = `version: 1
+name: sim-job
+status:
+  url: "https://x.example.com/v1/jobs/{job_id}"
+state:
+  path: state
+  pending: [running]
+  success: [succeeded]
+result:
+  require:
+    - {path: result.url, kind: url}
+backoff: {base: 5s, max: 120s}
+limits:
+  deadline: 40m
+  max_status_requests: 1000000
+  max_transport_failures: 3
+  max_rate_limited: 3
+`
+
+// Contract returns the simulated operations' contract, parsed by the
+// project's own contract parser.
+func Contract() (*pollwarden.Contract, error) {
+	c, err := contract.Parse([]byte(contractYAML))
+	if err != nil {
+		return nil, fmt.Errorf("sim contract: %w", err)
+	}
+	return c, nil
+}
+
+// observations the simulated provider can give, built once and shared
+// read-only by every Decide call.
+type observations struct {
+	running, done, unavailable, limited pollwarden.Observation
+}
+
+func newObservations(cfg *Config) *observations {
+	o := &observations{
+		running: pollwarden.Observation{Status: 200, Body: pollwarden.BodyFacts{State: "running", HasState: true}},
+		done: pollwarden.Observation{Status: 200, Body: pollwarden.BodyFacts{State: "succeeded", HasState: true,
+			Fields: map[string]any{"result.url": "https://x.example.com/r"}}},
+		unavailable: pollwarden.Observation{Status: 503},
+		limited:     pollwarden.Observation{Status: 429},
+	}
+	if cfg.OutageRetryAfter > 0 {
+		o.unavailable.RetryAfter = strconv.Itoa(cfg.OutageRetryAfter)
+	}
+	if cfg.RateLimitRetryAfter > 0 {
+		o.limited.RetryAfter = strconv.Itoa(cfg.RateLimitRetryAfter)
+	}
+	return o
+}
+
+func (o *observations) of(a answer) *pollwarden.Observation {
+	switch a {
+	case ansDone:
+		return &o.done
+	case ansUnavailable:
+		return &o.unavailable
+	case ansLimited:
+		return &o.limited
+	}
+	return &o.running
+}
+
+// realPolicy runs every operation through the project's decision core,
+// exactly in the controller's order: Gate (deadline, budget, next-poll
+// time); if it says Send, Reserve, send, and Decide on the answer. The
+// wake-up time is always the record's NextPollAt, so nothing here chooses
+// a delay. spread, when set, is the experimental change of proposed.go.
+type realPolicy struct {
+	id      string
+	seed    uint64
+	c       *pollwarden.Contract
+	obs     *observations
+	ops     []*pollwarden.Operation
+	rngs    []rng
+	exp     *experiment // nil for "pollwarden"
+	factors []float64   // per operation, for exp.opFactor
+}
+
+func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
+	c, err := Contract()
+	if err != nil {
+		return nil, err
+	}
+	p := &realPolicy{id: name, seed: cfg.Seed, c: c, obs: newObservations(cfg)}
+	if x, ok := experiments[name]; ok {
+		p.exp = &x
+	}
+	return p, nil
+}
+
+func (p *realPolicy) name() string { return p.id }
+
+func (p *realPolicy) init(e *engine) {
+	n := len(e.pop.start)
+	p.ops = make([]*pollwarden.Operation, n)
+	p.rngs = make([]rng, n)
+	for k := range n {
+		id := "sim-" + strconv.Itoa(k)
+		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id}, at(e.pop.start[k]))
+		if err != nil {
+			panic(err) // the contract is a constant; tests cover it
+		}
+		p.ops[k] = op
+		p.rngs[k] = newRNG(p.seed, p.id, k)
+	}
+	if p.exp != nil && p.exp.opFactor {
+		p.factors = make([]float64, n)
+		for k := range n {
+			r := newRNG(p.seed, p.id+"/factor", k)
+			p.factors[k] = r.Float64()
+		}
+	}
+}
+
+func at(ns int64) time.Time           { return Epoch.Add(time.Duration(ns)) }
+func since(t time.Time) int64         { return int64(t.Sub(Epoch)) }
+func (p *realPolicy) rand(k int) *rng { return &p.rngs[k] }
+
+// factor is operation k's own draw in [0, 1) for experiments that draw
+// the jitter factor once per operation.
+func (p *realPolicy) factor(k int) float64 {
+	if p.factors == nil {
+		return 0
+	}
+	return p.factors[k]
+}
+
+func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
+	t := at(now)
+	op := p.ops[k]
+	g := policy.Gate(op, p.c, t)
+	switch g.Verdict {
+	case policy.Done:
+		return 0, false
+	case policy.Stop:
+		p.ops[k] = g.Op
+		e.stop(string(g.Op.Reason))
+		return 0, false
+	case policy.Wait:
+		return since(g.Until), true
+	}
+	if p.exp != nil {
+		if next, ok := p.exp.spreadLate(op, p.c, t, p.factor(k), p.rand(k)); ok {
+			p.ops[k] = next
+			return since(next.NextPollAt), true
+		}
+	}
+	reserved, _ := policy.Reserve(op, p.c, t)
+	a := e.send(k, now)
+	st := policy.Decide(reserved, p.c, p.obs.of(a), t, p.rand(k))
+	if p.exp != nil {
+		p.exp.redraw(st.Op, p.c, a, t, p.factor(k), p.rand(k))
+	}
+	p.ops[k] = st.Op
+	switch st.Op.Phase {
+	case pollwarden.PhaseWaiting:
+		return since(st.Op.NextPollAt), true
+	case pollwarden.PhaseEscalated:
+		e.stop(string(st.Op.Reason))
+	case pollwarden.PhaseSucceeded:
+		if a != ansDone {
+			panic("sim: the policy succeeded on an answer that was not done")
+		}
+	}
+	return 0, false
+}
