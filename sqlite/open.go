@@ -228,7 +228,7 @@ func checkPath(abs string) error {
 		return nil // empty: SQLite treats it as a new database
 	}
 	if err != nil || !bytes.Equal(head, sqliteHeader) {
-		return fail(ErrNotStore, "not an SQLite database (header %q)", head[:n])
+		return fail(ErrNotStore, "not an SQLite database")
 	}
 	return nil
 }
