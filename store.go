@@ -21,8 +21,11 @@ type Store interface {
 	// op.Version (else ErrConflict) and, when lease is non-nil, that lease
 	// is still current and unexpired at now (else ErrLeaseLost). Without a
 	// lease, the save fails with ErrLeaseHeld while another owner holds an
-	// unexpired lease. On success op.Version is incremented and the events
-	// are appended.
+	// unexpired lease. The lease is checked before the version, so a writer
+	// whose lease was lost always learns that (and stops) rather than
+	// reloading and retrying. A lease is held while now < ExpiresAt; a zero
+	// Now means the store's clock. On success op.Version is incremented and
+	// the events are appended.
 	OperationSave(ctx context.Context, p SaveParams) error
 	// LeaseAcquire takes the lease if it is free or expired at p.Now,
 	// increasing its epoch; otherwise ErrLeaseHeld.
