@@ -18,24 +18,29 @@ import (
 //
 // The changes, each within the rules (every local delay stays in [50 %,
 // 100 %] of R5's raw delay; Retry-After and hints stay minimums; R9's one
-// request after a late wake-up stays one request):
+// request after a late wake-up stays one request). docs/BENCHMARKS.md
+// ("Simulation") has the numbers behind each.
 //
 //   - spread: a wake-up later than the contract's base delay (the
 //     controller was down, the process slept) does not send at once; the
 //     one request R9 allows goes out at a time drawn uniformly in
-//     [now, now + spread·raw), before the deadline.
-//   - opFactor: the jitter factor in [0.5, 1] is drawn once per operation
-//     instead of once per delay ("drawn per operation", R5), so that the
-//     herd's waves are flat instead of peaked sums of uniforms.
+//     [now, now + spread·d), before the deadline, where d is the
+//     operation's next raw delay (or, when the experiment changes the
+//     jitter, the delay it would draw next).
+//   - opFactor: the jitter factor is drawn once per operation instead of
+//     once per delay, so that the herd's waves are not peaked sums of
+//     uniforms; logFactor makes it log-uniform (0.5·2^u), under which the
+//     waves join at the same density.
 //   - capHi: once raw has reached max_delay, the factor is drawn in
-//     [0.5, capHi] instead of [0.5, 1]: a steady-state delay need not be
-//     up to twice as long as the shortest one to spread a herd that has
-//     long since spread, and the longest delay sets the detection lag.
+//     [0.5, capHi] instead of [0.5, 1] (per delay with capPerDelay): the
+//     herd has long since spread, and the longest delay sets the
+//     detection lag of long jobs.
 //   - rateLimitedHi: after a bare 429 (R8), the delay is drawn in
 //     [4, rateLimitedHi]·raw instead of [4, 5]·raw, still capped by
 //     max_delay, so a herd pushed back by a rate limit comes back spread.
+//   - raJitter: after Retry-After, wait RA + U(0, raJitter)·RA.
 type experiment struct {
-	spread        float64 // late wake-up: first request in U(0, spread)·(the operation's next delay)
+	spread        float64 // late wake-up: first request in U(0, spread)·d (see above)
 	opFactor      bool    // the factor in [0.5, hi] is drawn once per operation
 	logFactor     bool    // the factor is log-uniform in [0.5, hi] (uniform otherwise)
 	capHi         float64 // hi once raw has reached max_delay (1 otherwise)
