@@ -3,7 +3,6 @@ package contract
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
 )
@@ -20,7 +19,7 @@ func Summary(c *pollwarden.Contract) string {
 	s := c.Status
 	line("contract %s (version %d)", c.Name, c.Version)
 	line("status:     %s %s (timeout %s, body up to %d bytes, hosts %s)",
-		s.Method, s.URL, dur(s.Timeout), s.MaxBodyBytes, list(s.AllowedHosts))
+		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(s.AllowedHosts))
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
 	}
@@ -59,13 +58,13 @@ func Summary(c *pollwarden.Contract) string {
 	line("result:     requires %s; error at %s", list(req), orNone(c.Result.ErrorPath))
 	line("hints:      poll_after_seconds %s, next_check_at %s, job_expires_at %s",
 		orNone(c.Hints.PollAfterSeconds), orNone(c.Hints.NextCheckAt), orNone(c.Hints.JobExpiresAt))
-	line("404:        pending for %s after start, then integration_failure", dur(c.NotFoundPendingFor))
-	line("backoff:    base %s, max %s (jittered 50–100%%)", dur(c.Backoff.Base), dur(c.Backoff.Max))
+	line("404:        pending for %s after start, then integration_failure", pollwarden.ShortDuration(c.NotFoundPendingFor))
+	line("backoff:    base %s, max %s (jittered 50–100%%)", pollwarden.ShortDuration(c.Backoff.Base), pollwarden.ShortDuration(c.Backoff.Max))
 	l := c.Limits
 	line("limits:     deadline %s, %d status requests, %d transport failures, %d rate-limited answers",
-		dur(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, l.MaxRateLimited)
+		pollwarden.ShortDuration(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, l.MaxRateLimited)
 	e := c.Escalation
-	line("extension:  %s with %d more checks per approval", dur(e.ExtensionTime), e.ExtensionRequests)
+	line("extension:  %s with %d more checks per approval", pollwarden.ShortDuration(e.ExtensionTime), e.ExtensionRequests)
 	if e.ConsoleURL != "" {
 		line("console:    %s", e.ConsoleURL)
 	}
@@ -75,18 +74,6 @@ func Summary(c *pollwarden.Contract) string {
 		line("cancel:     not documented; never offered")
 	}
 	return b.String()
-}
-
-// dur prints a duration without trailing zero units ("40m", not "40m0s").
-func dur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 func list(vals []string) string {

@@ -34,14 +34,8 @@ func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, id, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
-	g := policy.Gate(op, ct, now)
-	switch g.Verdict {
-	case policy.Done:
-		return StepResult{Op: op}, nil
-	case policy.Wait:
-		return StepResult{Op: op, Until: g.Until}, nil
-	case policy.Stop:
-		return c.saveUnleased(ctx, g, now)
+	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), nil, now); settled {
+		return res, err
 	}
 	lease, err := c.store.LeaseAcquire(ctx, pollwarden.LeaseParams{OperationID: id, Owner: c.owner, Now: now, TTL: leaseTTL(ct)})
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
@@ -63,14 +57,8 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, lease *p
 		return StepResult{}, err
 	}
 	now := c.clock.Now()
-	g := policy.Gate(op, ct, now)
-	switch g.Verdict {
-	case policy.Done:
-		return StepResult{Op: op}, nil
-	case policy.Wait:
-		return StepResult{Op: op, Until: g.Until}, nil
-	case policy.Stop:
-		return StepResult{Op: g.Op}, c.save(ctx, g.Op, lease, g.Events, now)
+	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), lease, now); settled {
+		return res, err
 	}
 	reserved, events := policy.Reserve(op, ct, now)
 	if err := c.save(ctx, reserved, lease, events, now); err != nil {
@@ -109,6 +97,24 @@ func (c *Controller) failUnsent(ctx context.Context, op *pollwarden.Operation, c
 	next := op.Clone()
 	events := policy.Escalate(next, ct, pollwarden.ReasonIntegrationFailure, why+"; nothing was sent", now)
 	return StepResult{Op: next}, c.save(ctx, next, lease, events, now)
+}
+
+// settle handles every gate verdict but Send, before the lease (lease nil)
+// and after it; settled is false when one request may go.
+func (c *Controller) settle(ctx context.Context, g policy.GateResult, lease *pollwarden.Lease, now time.Time) (res StepResult, settled bool, err error) {
+	switch g.Verdict {
+	case policy.Done:
+		return StepResult{Op: g.Op}, true, nil
+	case policy.Wait:
+		return StepResult{Op: g.Op, Until: g.Until}, true, nil
+	case policy.Stop:
+		if lease == nil {
+			res, err = c.saveUnleased(ctx, g, now)
+			return res, true, err
+		}
+		return StepResult{Op: g.Op}, true, c.save(ctx, g.Op, lease, g.Events, now)
+	}
+	return StepResult{}, false, nil
 }
 
 func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now time.Time) (StepResult, error) {

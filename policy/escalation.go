@@ -54,7 +54,7 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 			ID: pollwarden.OptionExtend,
 			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d)%s",
 				humanDuration(ext.ExtensionTime), ext.ExtensionRequests, dl.UTC().Format("15:04:05 UTC"), newMax, extendNote(r)),
-			ExtraTime:            ShortDuration(ext.ExtensionTime),
+			ExtraTime:            pollwarden.ShortDuration(ext.ExtensionTime),
 			ExtraStatusRequests:  ext.ExtensionRequests,
 			NewDeadline:          &dl,
 			NewMaxStatusRequests: newMax,
@@ -158,17 +158,4 @@ func plural(n int, unit string) string {
 
 func substituteJob(tmpl, jobID string) string {
 	return strings.ReplaceAll(tmpl, "{job_id}", jobID)
-}
-
-// ShortDuration prints a Go duration without zero units: "15m", not
-// "15m0s"; it still parses with time.ParseDuration.
-func ShortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
