@@ -30,6 +30,10 @@ type Options struct {
 	// LeaseRetry is how long to wait when another owner holds the lease;
 	// defaults to 200ms.
 	LeaseRetry time.Duration
+	// OnChange, when set, is called after every saved change of a record,
+	// with the record as saved, so a door can wake long-polls and a
+	// scheduler can look again. It must not block.
+	OnChange func(op *pollwarden.Operation)
 }
 
 // Controller drives operations. It is safe for concurrent use on distinct
@@ -42,6 +46,7 @@ type Controller struct {
 	rand       policy.Rand
 	owner      string
 	leaseRetry time.Duration
+	onChange   func(*pollwarden.Operation)
 }
 
 // New checks opts and returns a Controller.
@@ -57,7 +62,7 @@ func New(opts Options) *Controller {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: opts.Rand,
-		owner: opts.Owner, leaseRetry: opts.LeaseRetry}
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange}
 }
 
 // Store returns the controller's store, for doors that only read.
@@ -80,6 +85,9 @@ func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p polic
 		err = c.store.OperationCreate(ctx, fresh, events)
 		if errors.Is(err, pollwarden.ErrExists) {
 			return c.Submit(ctx, ex, p) // another process created it first: resume that one
+		}
+		if err == nil {
+			c.changed(fresh)
 		}
 		return fresh, err == nil, err
 	case err != nil:
@@ -106,4 +114,10 @@ func jobOf(op *pollwarden.Operation) string {
 		return op.ProviderJobID
 	}
 	return op.StatusURL
+}
+
+func (c *Controller) changed(op *pollwarden.Operation) {
+	if c.onChange != nil {
+		c.onChange(op.Clone())
+	}
 }

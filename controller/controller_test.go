@@ -325,3 +325,18 @@ func TestR22_ReloadAfterAcquiringTheLease(t *testing.T) {
 		t.Fatalf("stale owner: sent %v, provider saw %d, phase %v, err %v", res.Sent, r.srv.Count("j1"), res.Op, err)
 	}
 }
+
+func TestOnChangeSeesEverySavedChange(t *testing.T) {
+	r := newRig(t, "")
+	var phases []pollwarden.Phase
+	ctl := r.controller("watcher")
+	ctl.onChange = func(op *pollwarden.Operation) { phases = append(phases, op.Phase) }
+	r.ctl = ctl
+	r.srv.Script("j1", fp.State("running", nil), fp.Succeeded("https://r.example.com/x"))
+	r.submit("op1", "j1", policy.NewParams{})
+	r.wait("op1")
+	// create, then per request: reserve and decision.
+	if len(phases) != 5 || phases[0] != pollwarden.PhaseWaiting || phases[4] != pollwarden.PhaseSucceeded {
+		t.Fatalf("changes seen: %v", phases)
+	}
+}

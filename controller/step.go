@@ -127,7 +127,11 @@ func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now 
 }
 
 func (c *Controller) save(ctx context.Context, op *pollwarden.Operation, lease *pollwarden.Lease, events []pollwarden.Event, now time.Time) error {
-	return c.store.OperationSave(context.WithoutCancel(ctx), pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
+	err := c.store.OperationSave(context.WithoutCancel(ctx), pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
+	if err == nil {
+		c.changed(op)
+	}
+	return err
 }
 
 // leaseTTL covers one request and its persistence, no more: the lease is
