@@ -62,6 +62,10 @@ type Operation struct {
 	// Fingerprint identifies the original request (contract, status call,
 	// job, credential name) so a resume can refuse a different one.
 	Fingerprint string `json:"request_fingerprint"`
+	// RequestDigest, when a door sets it, digests the whole create request
+	// as the caller sent it (limits and deadline included), so that a retry
+	// with the same operation id can be told from a different request.
+	RequestDigest string `json:"request_digest,omitempty"`
 	// ExpectedTerminal lists the contract's terminal states at creation.
 	ExpectedTerminal []string `json:"expected_terminal_states"`
 

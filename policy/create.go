@@ -23,6 +23,9 @@ type NewParams struct {
 	// MayRaise is true only when an approver creates the operation; then
 	// limits above the contract's defaults are accepted (R20).
 	MayRaise bool
+	// RequestDigest is kept on the record as given (see
+	// pollwarden.Operation.RequestDigest); policy does not read it.
+	RequestDigest string
 }
 
 // NewOperation builds the record that must be stored before the first
@@ -60,6 +63,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		ExpectedTerminal: c.TerminalStates(), StartedAt: now, DeadlineAt: deadline,
 		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
 		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
+		RequestDigest: p.RequestDigest,
 	}
 	if !p.Deadline.IsZero() {
 		bd := deadline

@@ -69,3 +69,11 @@ func TestR10_LimitsMayBeLoweredNotRaised(t *testing.T) {
 		t.Fatalf("an approver may raise: %v", err)
 	}
 }
+
+func TestNewOperationKeepsRequestDigest(t *testing.T) {
+	c := testContract()
+	op, _, err := NewOperation(c, NewParams{ID: "op", ProviderJobID: "j", RequestDigest: "d1"}, t0)
+	if err != nil || op.RequestDigest != "d1" {
+		t.Fatalf("digest %q, err %v", op.RequestDigest, err)
+	}
+}
