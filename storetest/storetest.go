@@ -89,6 +89,7 @@ func newOp(id string) *pollwarden.Operation {
 func fullOp(id string) *pollwarden.Operation {
 	op := newOp(id)
 	op.CredentialName = "env:EXPORT_API_TOKEN"
+	op.RequestDigest = "sha256:0f3c9a"
 	op.BusinessDeadlineAt = ptr(at(time.Hour).In(time.UTC))
 	op.ProviderExpiresAt = ptr(at(2 * time.Hour).In(time.FixedZone("P", -7*3600)))
 	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2
