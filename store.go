@@ -15,7 +15,8 @@ type Store interface {
 	OperationCreate(ctx context.Context, op *Operation, events []Event) error
 	// OperationGet returns the record or ErrNotFound.
 	OperationGet(ctx context.Context, id string) (*Operation, error)
-	// OperationList returns records, newest first, filtered by p.
+	// OperationList returns records, newest first (oldest due first with
+	// p.DueBefore), filtered by p.
 	OperationList(ctx context.Context, p ListParams) ([]*Operation, error)
 	// OperationSave replaces the record if its stored version is still
 	// op.Version (else ErrConflict) and, when lease is non-nil, that lease
@@ -56,6 +57,11 @@ type Store interface {
 type ListParams struct {
 	Phase Phase
 	Limit int
+	// DueBefore, when set, selects the work a scheduler may claim: only
+	// operations in phase waiting whose NextPollAt is at or before
+	// DueBefore, ordered by NextPollAt ascending (oldest due first) instead
+	// of newest first. Limit applies; Phase, if also set, must match too.
+	DueBefore time.Time
 }
 
 // EventScanParams selects the events EventScan returns.

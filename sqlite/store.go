@@ -106,15 +106,34 @@ func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operat
 }
 
 // OperationList returns records newest first (by creation), optionally only
-// those in p.Phase and at most p.Limit of them (Limit <= 0: all).
+// those in p.Phase and at most p.Limit of them (Limit <= 0: all). With
+// p.DueBefore it returns waiting operations due at or before it, oldest due
+// first, walking the partial index operations_due in order. The index is
+// named because the planner, without statistics, prefers operations_phase
+// and sorts every waiting row; the literal 'waiting' matches the index's
+// WHERE clause (a bound parameter would not).
 func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
 	q := "SELECT version, record FROM operations"
+	var where []string
 	var args []any
+	due := !p.DueBefore.IsZero()
+	if due {
+		q += " INDEXED BY operations_due"
+		where = append(where, "phase = 'waiting'", "next_poll_at <= ?")
+		args = append(args, formatTime(clampYear(p.DueBefore)))
+	}
 	if p.Phase != "" {
-		q += " WHERE phase = ?"
+		where = append(where, "phase = ?")
 		args = append(args, string(p.Phase))
 	}
-	q += " ORDER BY created_order DESC"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if due {
+		q += " ORDER BY next_poll_at, created_order"
+	} else {
+		q += " ORDER BY created_order DESC"
+	}
 	if p.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, p.Limit)

@@ -84,6 +84,18 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
+// clampYear brings a bound outside the years the stored form holds to the
+// nearest one it holds, so "due before the year 20000" means "everything".
+func clampYear(t time.Time) time.Time {
+	switch y := t.UTC().Year(); {
+	case y < 0:
+		return time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	case y > 9999:
+		return time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	}
+	return t
+}
+
 func formatTimePtr(t *time.Time) any {
 	if t == nil {
 		return nil

@@ -40,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"CreateExists", testCreateExists},
 		{"GetNotFound", testGetNotFound},
 		{"ListOrderFilterLimit", testList},
+		{"ListDueOldestFirst", testListDue},
+		{"ListDueFollowsSaves", testListDueAfterSave},
 		{"SaveRoundTrip", testSaveRoundTrip},
 		{"SaveVersionConflict", testSaveConflict},
 		{"SaveNotFound", testSaveNotFound},

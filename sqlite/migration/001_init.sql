@@ -37,7 +37,9 @@ CREATE TABLE operations (
 ) STRICT;
 
 CREATE INDEX operations_phase ON operations (phase, created_order);
-CREATE INDEX operations_due ON operations (next_poll_at) WHERE phase = 'waiting';
+-- Due work for schedulers, oldest due first; created_order breaks ties so
+-- that the order is stable and the index alone serves ORDER BY and LIMIT.
+CREATE INDEX operations_due ON operations (next_poll_at, created_order) WHERE phase = 'waiting';
 
 -- The audit trail: ONE hash chain across the whole store (docs/audit.md).
 -- pos is the event's place in that chain (the rowid, so a walk by pos is a
