@@ -108,6 +108,11 @@ type Limits struct {
 	MaxStatusRequests    int
 	MaxTransportFailures int
 	MaxRateLimited       int
+	// MaxRequestsPerSecond caps the status requests one process sends to
+	// this provider across all its operations (the daemon's scheduler
+	// enforces it); 0 means no ceiling. It is per process: a fleet of N
+	// replicas divides the provider's allowance by N.
+	MaxRequestsPerSecond float64
 }
 
 // EscalationSpec bounds what an escalation may offer.

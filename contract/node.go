@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -201,6 +202,25 @@ func (o *object) integer(key string, def, min int) int {
 		return def
 	}
 	return n
+}
+
+// rate returns a finite number >= 0 (whole or not), 0 when absent: a
+// ceiling where 0 means none. A quoted number is refused, as for integers.
+func (o *object) rate(key string) float64 {
+	v, ok := o.get(key, false)
+	if !ok || !o.scalar(key, "a number", v) {
+		return 0
+	}
+	var f float64
+	if tag := v.ShortTag(); (tag != "!!int" && tag != "!!float") || v.Decode(&f) != nil {
+		o.d.addf(v.Line, o.child(key), "must be a number, got %s", clip(v.Value))
+		return 0
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		o.d.addf(v.Line, o.child(key), "must be a finite number, 0 (no ceiling) or more, got %s", clip(v.Value))
+		return 0
+	}
+	return f
 }
 
 // boolean returns a true/false value, false when absent.

@@ -101,7 +101,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	nf := top.obj("not_found", false, "pending_for")
 	c.NotFoundPendingFor, _ = nf.duration("pending_for", 0, true)
 	c.Backoff = d.backoff(top.obj("backoff", false, "base", "max"))
-	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited"))
+	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method"), c.Status.AllowedHosts)
 	return c
@@ -151,6 +151,7 @@ func (d *decoder) limits(o *object) pollwarden.Limits {
 		MaxStatusRequests:    o.integer("max_status_requests", defaultMaxRequests, 1),
 		MaxTransportFailures: o.integer("max_transport_failures", defaultMaxTransport, 1),
 		MaxRateLimited:       o.integer("max_rate_limited", defaultMaxRateLimited, 1),
+		MaxRequestsPerSecond: o.rate("max_requests_per_second"),
 	}
 }
 

@@ -140,6 +140,32 @@ cancel: {url: "https://api.example.com/jobs/{job_id}?cancel=1"}
 	}
 }
 
+func TestParseRequestRate(t *testing.T) {
+	for _, tc := range []struct {
+		limits string
+		want   float64
+	}{
+		{"", 0}, // absent: no ceiling
+		{"limits: {max_requests_per_second: 0}\n", 0}, // explicit: no ceiling
+		{"limits: {max_requests_per_second: 50}\n", 50},
+		{"limits: {max_requests_per_second: 2.5}\n", 2.5},
+		{"limits: {max_requests_per_second: 0.1}\n", 0.1}, // one request every ten seconds
+		{"limits: {max_requests_per_second: 1e3}\n", 1000},
+	} {
+		c, err := Parse([]byte(minimal + tc.limits))
+		if err != nil {
+			t.Errorf("%q: %v", tc.limits, err)
+			continue
+		}
+		if got := c.Limits.MaxRequestsPerSecond; got != tc.want {
+			t.Errorf("%q: MaxRequestsPerSecond = %v, want %v", tc.limits, got, tc.want)
+		}
+		if c.Limits.MaxStatusRequests != defaultMaxRequests {
+			t.Errorf("%q: the other limits lost their defaults: %+v", tc.limits, c.Limits)
+		}
+	}
+}
+
 func TestLoadNamesFile(t *testing.T) {
 	path := t.TempDir() + "/bad.yaml"
 	if err := os.WriteFile(path, []byte("version: 1\nbogus_key: x\n"), 0o600); err != nil {

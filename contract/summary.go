@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
@@ -63,6 +64,10 @@ func Summary(c *pollwarden.Contract) string {
 	l := c.Limits
 	line("limits:     deadline %s, %d status requests, %d transport failures, %d rate-limited answers",
 		pollwarden.ShortDuration(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, l.MaxRateLimited)
+	if l.MaxRequestsPerSecond > 0 {
+		line("ceiling:    %s status requests per second to this provider, per process",
+			strconv.FormatFloat(l.MaxRequestsPerSecond, 'g', -1, 64))
+	}
 	e := c.Escalation
 	line("extension:  %s with %d more checks per approval", pollwarden.ShortDuration(e.ExtensionTime), e.ExtensionRequests)
 	if e.ConsoleURL != "" {

@@ -98,9 +98,14 @@ func TestSummary(t *testing.T) {
 		}
 	}
 	c := specContract()
+	if strings.Contains(got, "ceiling:") {
+		t.Errorf("summary shows a ceiling the contract does not set:\n%s", got)
+	}
 	c.Cancel, c.Status.Credential, c.State.UnlistedPending = nil, nil, true
+	c.Limits.MaxRequestsPerSecond = 2.5
 	got = Summary(c)
-	for _, want := range []string{"cancel:     not documented", "credential: none", "counts as pending"} {
+	for _, want := range []string{"cancel:     not documented", "credential: none", "counts as pending",
+		"ceiling:    2.5 status requests per second to this provider, per process"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
