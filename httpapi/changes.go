@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Changes tells long-polls that an operation changed. Pass its Publish as
+// controller.Options.OnChange: the controller calls it after every saved
+// change, so a waiting GET answers within milliseconds of a phase change
+// instead of on its next look at the store. It is safe for concurrent use.
+type Changes struct {
+	mu   sync.Mutex
+	subs map[string]map[*subscription]struct{}
+}
+
+type subscription struct{ ch chan struct{} }
+
+// NewChanges returns a broadcaster with no subscribers.
+func NewChanges() *Changes {
+	return &Changes{subs: map[string]map[*subscription]struct{}{}}
+}
+
+// Publish signals every subscriber of op.ID. It never blocks: a subscriber
+// that has not yet looked at the last signal keeps just one, since all it
+// does with a signal is re-read the record.
+func (c *Changes) Publish(op *pollwarden.Operation) {
+	if c == nil || op == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := range c.subs[op.ID] {
+		select {
+		case s.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Subscribe returns a channel that receives after each change of
+// operation id (several changes may arrive as one signal), and a function
+// that ends the subscription. Subscribe before reading the record, so that
+// a change between the read and the wait is not missed.
+func (c *Changes) Subscribe(id string) (<-chan struct{}, func()) {
+	s := &subscription{ch: make(chan struct{}, 1)}
+	c.mu.Lock()
+	if c.subs[id] == nil {
+		c.subs[id] = map[*subscription]struct{}{}
+	}
+	c.subs[id][s] = struct{}{}
+	c.mu.Unlock()
+	return s.ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.subs[id], s)
+		if len(c.subs[id]) == 0 {
+			delete(c.subs, id)
+		}
+	}
+}
+
+// subscribers counts the ids with a subscriber, for tests of the cleanup.
+func (c *Changes) subscribers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs)
+}
+
+// final reports whether no phase change can ever follow: succeeded,
+// failed, cancelled and expired are ends (only an escalation awaits a
+// decision that may reopen it).
+func final(p pollwarden.Phase) bool {
+	return p.Terminal() && p != pollwarden.PhaseEscalated
+}
+
+// WaitPhase returns operation id once its phase differs from the one it
+// had when WaitPhase was called, or when d has passed, or at once when the
+// phase is final (nothing could change it). Signals come from Publish;
+// every recheck it also re-reads the store, so a change made by another
+// process (a CLI decide, another replica) is seen too, only later.
+func (c *Changes) WaitPhase(ctx context.Context, st pollwarden.Store, id string, d, recheck time.Duration) (*pollwarden.Operation, error) {
+	signal, stop := c.Subscribe(id)
+	defer stop()
+	op, err := st.OperationGet(ctx, id)
+	if err != nil || d <= 0 || final(op.Phase) {
+		return op, err
+	}
+	start := op.Phase
+	timeout := time.NewTimer(d)
+	defer timeout.Stop()
+	tick := time.NewTicker(recheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return op, ctx.Err()
+		case <-timeout.C:
+			return st.OperationGet(ctx, id)
+		case <-signal:
+		case <-tick.C:
+		}
+		next, err := st.OperationGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		op = next
+		if op.Phase != start {
+			return op, nil
+		}
+	}
+}
