@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+)
+
+// TestAuthMatrix sends every route of the table with no token, an unknown
+// one and each role's, each time as a valid request, and checks 401 for
+// the first two, 403 where the role is too small and 2xx otherwise.
+func TestAuthMatrix(t *testing.T) {
+	r := newRig(t)
+	r.fp.Script("waiting-job", fp.State("running", nil))
+	r.create("op-read", "waiting-job", nil)
+	r.escalated("op-esc", "export")
+
+	type caller struct {
+		name, token string
+		role        access
+	}
+	callers := []caller{
+		{"no token", "", -1},
+		{"unknown token", unknownToken, -1},
+		{"agent", agentToken, agents},
+		{"approver", approverToken, approvers},
+		{"admin", adminToken, admins},
+	}
+	n := 0
+	// request builds a valid request for the route, fresh for each call
+	// that consumes something (an id to create, an escalation to cancel).
+	request := func(rt route, c caller) (path string, body any) {
+		n++
+		path = strings.ReplaceAll(rt.path, "{id}", "op-read")
+		switch rt.method + " " + rt.path {
+		case "POST /v1/operations":
+			return path, map[string]any{"operation_id": fmt.Sprintf("op-auth-%d", n), "contract": "export", "job_id": "waiting-job"}
+		case "POST /v1/operations/{id}/extension-requests":
+			return path, map[string]any{"extra_time": "10m", "extra_status_requests": 2, "justification": "the export is large"}
+		case "POST /v1/operations/{id}/decisions":
+			return strings.ReplaceAll(rt.path, "{id}", "op-esc"), map[string]any{"option": "inspect_console", "note": "looked"}
+		case "POST /v1/operations/{id}/cancel":
+			id := fmt.Sprintf("op-cancel-%d", n)
+			if c.role >= approvers {
+				r.escalated(id, "export")
+			}
+			return strings.ReplaceAll(rt.path, "{id}", id), nil
+		}
+		return path, nil
+	}
+	for _, rt := range routes() {
+		for _, c := range callers {
+			t.Run(rt.method+" "+rt.path+"/"+c.name, func(t *testing.T) {
+				path, body := request(rt, c)
+				a := r.do(rt.method, path, c.token, body)
+				switch {
+				case rt.who == anyone:
+					if a.status/100 != 2 {
+						t.Fatalf("%d %s, want 2xx for anyone", a.status, a.body)
+					}
+				case c.role < 0:
+					if a.status != http.StatusUnauthorized || a.errorCode(t) != codeUnauthorized {
+						t.Fatalf("%d %s, want 401 unauthorized", a.status, a.body)
+					}
+					if a.header.Get("WWW-Authenticate") == "" {
+						t.Error("401 without WWW-Authenticate")
+					}
+				case c.role < rt.who:
+					if a.status != http.StatusForbidden || a.errorCode(t) != codeForbidden {
+						t.Fatalf("%d %s, want 403 forbidden", a.status, a.body)
+					}
+				default:
+					if a.status/100 != 2 {
+						t.Fatalf("%d %s, want 2xx", a.status, a.body)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestAuthBeforeExistence: an unauthorised caller cannot learn whether an
+// operation exists, nor reach a body parser.
+func TestAuthBeforeExistence(t *testing.T) {
+	r := newRig(t)
+	for _, tok := range []string{"", unknownToken} {
+		if a := r.do("GET", "/v1/operations/nope", tok, nil); a.status != http.StatusUnauthorized {
+			t.Errorf("GET unknown op with %q: %d", tok, a.status)
+		}
+		if a := r.do("POST", "/v1/operations", tok, "{not json"); a.status != http.StatusUnauthorized {
+			t.Errorf("bad body with %q: %d", tok, a.status)
+		}
+	}
+	if a := r.do("POST", "/v1/operations/nope/decisions", agentToken, "{not json"); a.status != http.StatusForbidden {
+		t.Errorf("agent decision with a bad body: %d, want 403", a.status)
+	}
+}
+
+func TestAuthHeaderForms(t *testing.T) {
+	r := newRig(t)
+	for _, h := range []string{"Basic " + agentToken, agentToken, "Bearer", "Bearer    ", "bearer " + unknownToken} {
+		a := r.do("GET", "/v1/operations", "", nil, "Authorization", h)
+		if a.status != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d, want 401", h, a.status)
+		}
+		if strings.Contains(string(a.body), agentToken) {
+			t.Errorf("the answer repeats the token: %s", a.body)
+		}
+	}
+	if a := r.do("GET", "/v1/operations", "", nil, "Authorization", "bearer "+agentToken); a.status != http.StatusOK {
+		t.Errorf("lower-case scheme: %d", a.status)
+	}
+}

@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+)
+
+// TestExtensionRequestGrantsNothing: an agent may ask, and the request is
+// on the record, but limits and phase stay as they were (R20).
+func TestExtensionRequestGrantsNothing(t *testing.T) {
+	r := newRig(t)
+	before := r.escalated("op-x", "export")
+	a := r.do("POST", "/v1/operations/op-x/extension-requests", agentToken,
+		map[string]any{"extra_time": "30m", "extra_status_requests": 10, "justification": "the export has 2M rows"})
+	if a.status != http.StatusAccepted {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	after := r.stored("op-x")
+	if after.Phase != pollwarden.PhaseEscalated || after.MaxStatusRequests != before.MaxStatusRequests ||
+		!after.DeadlineAt.Equal(before.DeadlineAt) || after.StatusRequestsUsed != before.StatusRequestsUsed {
+		t.Errorf("an extension request changed the record: %+v", after)
+	}
+	rec := a.json(t)
+	if rec["max_status_requests"] != float64(before.MaxStatusRequests) || rec["phase"] != "escalated" {
+		t.Errorf("answer: %s", a.body)
+	}
+	story := r.do("GET", "/v1/operations/op-x/audit", agentToken, nil)
+	if !strings.Contains(string(story.body), "build-agent (agent) asked for more: asks for 30m0s and 10 more status requests: the export has 2M rows (grants nothing)") {
+		t.Errorf("story lacks the request:\n%s", story.body)
+	}
+}
+
+func TestExtensionRequestRefused(t *testing.T) {
+	r := newRig(t)
+	r.fp.Script("j", fp.State("running", nil))
+	r.create("op-w", "j", nil)
+	for name, body := range map[string]map[string]any{
+		"zero time":         {"extra_time": "0s", "extra_status_requests": 1, "justification": "x"},
+		"garbage time":      {"extra_time": "later", "extra_status_requests": 1, "justification": "x"},
+		"zero requests":     {"extra_time": "5m", "extra_status_requests": 0, "justification": "x"},
+		"no justification":  {"extra_time": "5m", "extra_status_requests": 1, "justification": "  "},
+		"missing all three": {},
+	} {
+		if a := r.do("POST", "/v1/operations/op-w/extension-requests", agentToken, body); a.status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d %s", name, a.status, a.body)
+		}
+	}
+	ok := map[string]any{"extra_time": "5m", "extra_status_requests": 1, "justification": "x"}
+	if a := r.do("POST", "/v1/operations/nope/extension-requests", agentToken, ok); a.status != http.StatusNotFound {
+		t.Errorf("unknown op: %d", a.status)
+	}
+	r.fp.Script("d", fp.Succeeded("https://files.example.com/r.csv"))
+	r.create("op-done", "d", nil)
+	r.settle("op-done")
+	if a := r.do("POST", "/v1/operations/op-done/extension-requests", agentToken, ok); a.status != http.StatusConflict {
+		t.Errorf("finished op: %d %s", a.status, a.body)
+	}
+	evs, _ := r.store.EventList(context.Background(), "op-w")
+	for _, e := range evs {
+		if e.Kind == pollwarden.EventExtensionRequested {
+			t.Error("a refused extension request was recorded")
+		}
+	}
+}
+
+// TestApproverExtends: the extend decision returns the operation to
+// waiting with the new deadline and budget, counters intact, and polling
+// resumes from there.
+func TestApproverExtends(t *testing.T) {
+	r := newRig(t)
+	before := r.escalated("op-e", "export")
+	if before.Reason != pollwarden.ReasonRequestBudgetExhausted || before.StatusRequestsUsed != 1 {
+		t.Fatalf("setup: %+v", before)
+	}
+	a := r.do("POST", "/v1/operations/op-e/decisions", approverToken, map[string]any{"option": "extend", "note": "big export"})
+	if a.status != http.StatusOK {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	rec := a.json(t)
+	if rec["phase"] != "waiting" || rec["max_status_requests"] != 5.0 || rec["status_requests_used"] != 1.0 || rec["escalation"] != nil {
+		t.Errorf("after extend: %s", a.body)
+	}
+	after := r.stored("op-e")
+	if !after.DeadlineAt.After(before.DeadlineAt) || after.StatusRequestsUsed != 1 || after.MaxStatusRequests != 5 {
+		t.Errorf("stored after extend: deadline %s (was %s), %d/%d", after.DeadlineAt, before.DeadlineAt, after.StatusRequestsUsed, after.MaxStatusRequests)
+	}
+	r.fp.Script("job-op-e", fp.Succeeded("https://files.example.com/r.csv"))
+	final := r.settle("op-e")
+	if final.Phase != pollwarden.PhaseSucceeded || final.StatusRequestsUsed != 2 {
+		t.Errorf("after resuming: %s with %d requests", final.Phase, final.StatusRequestsUsed)
+	}
+	evs, _ := r.store.EventList(context.Background(), "op-e")
+	var decision *pollwarden.Event
+	for i := range evs {
+		if evs[i].Kind == pollwarden.EventDecision {
+			decision = &evs[i]
+		}
+	}
+	if decision == nil || decision.Data.Actor == nil || decision.Data.Actor.Name != "alice" || decision.Data.Actor.Role != pollwarden.RoleApprover || decision.Data.Detail != "big export" {
+		t.Errorf("decision event: %+v", decision)
+	}
+}
+
+func TestDecisionRefused(t *testing.T) {
+	r := newRig(t)
+	r.escalated("op-e", "export")
+	r.escalated("op-p", "plain")
+	r.fp.Script("j", fp.State("running", nil))
+	r.create("op-w", "j", nil)
+	for name, tc := range map[string]struct {
+		id, option string
+		status     int
+		want       string
+	}{
+		"option not offered": {"op-e", "approve_call", 409, `option "approve_call" is not offered for operation op-e; choose one of extend, cancel_at_provider, inspect_console, abandon`},
+		"made-up option":     {"op-e", "continue", 409, "not offered"},
+		"not escalated":      {"op-w", "extend", 409, "op-w is waiting, not escalated"},
+		"no cancel action":   {"op-p", "cancel_at_provider", 409, "contract plain documents no cancel action"},
+		"empty option":       {"op-e", "", 422, "option is required"},
+		"unknown operation":  {"nope", "extend", 404, "no operation"},
+	} {
+		a := r.do("POST", "/v1/operations/"+tc.id+"/decisions", approverToken, map[string]any{"option": tc.option})
+		if a.status != tc.status || !strings.Contains(a.message(t), tc.want) {
+			t.Errorf("%s: %d %s, want %d with %q", name, a.status, a.body, tc.status, tc.want)
+		}
+	}
+	if op := r.stored("op-e"); op.Phase != pollwarden.PhaseEscalated {
+		t.Errorf("a refused decision changed op-e: %s", op.Phase)
+	}
+}
+
+// TestCancel runs the contract's cancel call once, as its own action.
+func TestCancel(t *testing.T) {
+	r := newRig(t)
+	r.escalated("op-c", "export")
+	a := r.do("POST", "/v1/operations/op-c/cancel", approverToken, map[string]any{"note": "customer gave up"})
+	if a.status != http.StatusOK || a.json(t)["phase"] != "cancelled" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	if n := r.fp.Cancels("job-op-c"); n != 1 {
+		t.Errorf("the provider saw %d cancel calls, want 1", n)
+	}
+	again := r.do("POST", "/v1/operations/op-c/cancel", approverToken, nil)
+	if again.status != http.StatusConflict || !strings.Contains(again.message(t), "op-c is cancelled") {
+		t.Errorf("second cancel: %d %s", again.status, again.body)
+	}
+	if n := r.fp.Cancels("job-op-c"); n != 1 {
+		t.Errorf("a refused cancel reached the provider (%d calls)", n)
+	}
+	evs, _ := r.store.EventList(context.Background(), "op-c")
+	kinds := []pollwarden.EventKind{}
+	for _, e := range evs[len(evs)-2:] {
+		kinds = append(kinds, e.Kind)
+	}
+	if kinds[0] != pollwarden.EventDecision || kinds[1] != pollwarden.EventAction {
+		t.Errorf("last events %v, want decision then action (R23)", kinds)
+	}
+
+	r.fp.Script("j", fp.State("running", nil))
+	r.create("op-w", "j", nil)
+	if a := r.do("POST", "/v1/operations/op-w/cancel", approverToken, nil); a.status != http.StatusConflict ||
+		!strings.Contains(a.message(t), "offered only as an answer to an escalation") {
+		t.Errorf("cancel of a waiting op: %d %s", a.status, a.body)
+	}
+	r.escalated("op-p", "plain")
+	if a := r.do("POST", "/v1/operations/op-p/cancel", approverToken, nil); a.status != http.StatusConflict ||
+		!strings.Contains(a.message(t), "documents no cancel action") {
+		t.Errorf("cancel without a cancel action: %d %s", a.status, a.body)
+	}
+}
+
+// TestCancelRefusedByProvider: a failed cancel call leaves the operation
+// escalated; the answer says so by its phase and the story says why.
+func TestCancelRefusedByProvider(t *testing.T) {
+	r := newRig(t)
+	r.escalated("op-c", "export")
+	r.fp.RequireToken("another-token")
+	a := r.do("POST", "/v1/operations/op-c/cancel", approverToken, nil)
+	if a.status != http.StatusOK || a.json(t)["phase"] != "escalated" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	story := r.do("GET", "/v1/operations/op-c/audit", approverToken, nil)
+	if !strings.Contains(string(story.body), "cancel at provider failed") {
+		t.Errorf("story:\n%s", story.body)
+	}
+}
+
+// TestExtensionRequestWaitsForStep: a request that arrives while a status
+// request is in flight (another owner holds the lease) is recorded once
+// the lease is free, not refused.
+func TestExtensionRequestWaitsForStep(t *testing.T) {
+	r := newRig(t)
+	r.fp.Script("j", fp.State("running", nil))
+	r.create("op-w", "j", nil)
+	if _, err := r.store.LeaseAcquire(context.Background(), pollwarden.LeaseParams{
+		OperationID: "op-w", Owner: "another-process", Now: time.Now(), TTL: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	a := r.do("POST", "/v1/operations/op-w/extension-requests", agentToken,
+		map[string]any{"extra_time": "5m", "extra_status_requests": 1, "justification": "slow"})
+	if a.status != http.StatusAccepted {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+}

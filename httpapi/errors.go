@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// The error codes of {"error": {"code", "message"}}. They are part of the
+// API: a client branches on the code, a person reads the message.
+const (
+	codeInvalidJSON      = "invalid_json"
+	codeUnknownField     = "unknown_field"
+	codeUnprocessable    = "unprocessable"
+	codeNotFound         = "not_found"
+	codeConflict         = "conflict"
+	codeUnauthorized     = "unauthorized"
+	codeForbidden        = "forbidden"
+	codeTooLarge         = "too_large"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeInternal         = "internal"
+)
+
+// apiError is an answer that is not a success: the HTTP status, the code
+// and a message that names the problem (and never a secret: messages are
+// built from the request, the record and the contract, none of which holds
+// one).
+type apiError struct {
+	status  int
+	code    string
+	message string
+	// cause is logged, never sent: it may say more than a caller should
+	// see about the server.
+	cause error
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
+}
+
+func unprocessable(format string, args ...any) *apiError {
+	return errorf(http.StatusUnprocessableEntity, codeUnprocessable, format, args...)
+}
+
+func conflict(format string, args ...any) *apiError {
+	return errorf(http.StatusConflict, codeConflict, format, args...)
+}
+
+func internal(err error) *apiError {
+	return &apiError{status: http.StatusInternalServerError, code: codeInternal, message: "internal error; see the server log", cause: err}
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers err; anything that is not an *apiError is an
+// internal error whose detail stays in the log.
+func writeError(w http.ResponseWriter, err error) *apiError {
+	ae, ok := errors.AsType[*apiError](err)
+	if !ok {
+		ae = internal(err)
+	}
+	var b errorBody
+	b.Error.Code, b.Error.Message = ae.code, ae.message
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pollwarden"`)
+	}
+	writeJSON(w, ae.status, b)
+	return ae
+}
+
+// writeJSON answers v as indented JSON: answers are read by people as
+// often as by programs.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"cannot encode the answer"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

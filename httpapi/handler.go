@@ -1,0 +1,219 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+)
+
+// Options configures the API. Controller, Store, Contracts and Tokens are
+// required.
+type Options struct {
+	Controller *controller.Controller
+	Store      pollwarden.Store
+	Contracts  *contract.Set
+	Tokens     *Tokens
+	// Now resolves relative deadlines ("30m"); default time.Now. The
+	// controller keeps its own clock for everything it records.
+	Now func() time.Time
+	// Logger receives one line per request and the detail of internal
+	// errors; default slog.Default().
+	Logger *slog.Logger
+	// Changes wakes long-polls; pass the same one's Publish as the
+	// controller's OnChange. Without it (nil) long-polls only see changes
+	// on their periodic re-read of the store.
+	Changes *Changes
+	// Registry receives the API's metrics and is served on /metrics;
+	// default a new registry per handler, never the global default one (two
+	// handlers in one process, as in tests, must not collide).
+	Registry *prometheus.Registry
+	// Recheck is how often a long-poll re-reads the store, to see changes
+	// made by other processes; default 1 s.
+	Recheck time.Duration
+}
+
+// api holds what every route needs.
+type api struct {
+	ctl       *controller.Controller
+	store     pollwarden.Store
+	contracts *contract.Set
+	tokens    *Tokens
+	now       func() time.Time
+	log       *slog.Logger
+	changes   *Changes
+	recheck   time.Duration
+	metrics   *metrics
+}
+
+// access is who may call a route. Roles are ordered: an approver may do
+// everything an agent may, an admin everything (SPEC, roles).
+type access int
+
+const (
+	anyone access = iota
+	agents
+	approvers
+	admins
+)
+
+// route is one line of the SPEC's API table. The table drives the mux, the
+// auth check, the metrics label and the tests that compare it with the
+// OpenAPI document.
+type route struct {
+	method, path string
+	who          access
+	serve        func(a *api, w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error
+}
+
+func routes() []route {
+	return []route{
+		{"POST", "/v1/operations", agents, (*api).create},
+		{"GET", "/v1/operations", agents, (*api).list},
+		{"GET", "/v1/operations/{id}", agents, (*api).get},
+		{"GET", "/v1/operations/{id}/audit", agents, (*api).audit},
+		{"POST", "/v1/operations/{id}/extension-requests", agents, (*api).requestExtension},
+		{"POST", "/v1/operations/{id}/decisions", approvers, (*api).decide},
+		{"POST", "/v1/operations/{id}/cancel", approvers, (*api).cancel},
+		{"GET", "/metrics", anyone, (*api).serveMetrics},
+		{"GET", "/healthz", anyone, (*api).healthz},
+		{"GET", "/v1/openapi.json", anyone, (*api).openAPI},
+	}
+}
+
+// NewHandler returns the API's handler. It panics when a required option
+// is missing: a daemon without a store or tokens is a wiring mistake, not
+// a condition to serve around.
+func NewHandler(opts Options) http.Handler {
+	if opts.Controller == nil || opts.Store == nil || opts.Contracts == nil || opts.Tokens == nil {
+		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
+	}
+	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
+		now: opts.Now, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.changes == nil {
+		a.changes = NewChanges()
+	}
+	if a.recheck <= 0 {
+		a.recheck = time.Second
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	a.metrics = newMetrics(reg, a.store)
+
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	for _, rt := range routes() {
+		mux.Handle(rt.method+" "+rt.path, a.guard(rt))
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// Same paths without a method: the mux prefers the routes above, so
+	// these answer only other methods, as JSON rather than the mux's text.
+	for path, methods := range allowed {
+		mux.Handle(path, methodNotAllowed(methods))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return a.observe(mux)
+}
+
+// guard authenticates and authorises before the route reads anything, so
+// an unauthorised caller learns nothing, not even whether an operation
+// exists.
+func (a *api) guard(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var who pollwarden.Actor
+		if rt.who != anyone {
+			var err *apiError
+			who, err = a.authenticate(r, rt.who)
+			if err != nil {
+				a.finish(w, r, err)
+				return
+			}
+			setActor(r, who)
+		}
+		if err := rt.serve(a, w, r, who); err != nil {
+			a.finish(w, r, err)
+		}
+	})
+}
+
+// finish answers err and logs the cause of an internal error.
+func (a *api) finish(w http.ResponseWriter, r *http.Request, err error) {
+	ae := writeError(w, err)
+	if ae.cause != nil {
+		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", ae.cause)
+	}
+}
+
+func methodNotAllowed(methods []string) http.Handler {
+	allow := ""
+	for i, m := range methods {
+		if i > 0 {
+			allow += ", "
+		}
+		allow += m
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, errorf(http.StatusMethodNotAllowed, codeMethodNotAllowed, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+	})
+}
+
+// observe counts and logs every request by route pattern (never by raw
+// path, whose operation ids would make metrics unbounded) and code.
+func (a *api) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		info := &requestInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		next.ServeHTTP(rec, r)
+		pattern := r.Pattern
+		if pattern == "" || pattern == "/" {
+			pattern = "unmatched"
+		}
+		a.metrics.observe(pattern, rec.status, time.Since(start))
+		a.log.InfoContext(r.Context(), "request", "method", r.Method, "route", pattern, "path", r.URL.Path,
+			"status", rec.status, "actor", info.actor.Name, "duration", time.Since(start).Round(time.Microsecond))
+	})
+}
+
+// requestInfo carries, from the guard back to observe, who called.
+type requestInfo struct{ actor pollwarden.Actor }
+
+type infoKey struct{}
+
+func setActor(r *http.Request, who pollwarden.Actor) {
+	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		info.actor = who
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flushes,
+// deadlines for long-polls).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

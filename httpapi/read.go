@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
+)
+
+// maxWait caps a long-poll (SPEC: at most 60 s), below the usual 60–120 s
+// idle timeouts of proxies so that a held answer is not cut off on the way.
+const maxWait = 60 * time.Second
+
+// get answers the record; with ?wait=30s it holds the answer until the
+// phase changes or the time passes, so an agent waits without spending a
+// request per second. A longer wait is cut to 60 s rather than refused: the
+// answer says where the operation stands either way. A finished operation
+// (succeeded, failed, cancelled, expired) answers at once, since its phase
+// can no longer change.
+func (a *api) get(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
+	id := r.PathValue("id")
+	var wait time.Duration
+	if s := r.URL.Query().Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return unprocessable("wait %s: want a duration such as 30s (at most 60s)", clip(s))
+		}
+		wait = min(d, maxWait)
+	}
+	op, err := a.changes.WaitPhase(r.Context(), a.store, id, wait, a.recheck)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return nil // the caller has gone; nobody reads an answer
+		}
+		return storeError(err, id)
+	}
+	writeJSON(w, http.StatusOK, pollwarden.OutcomeOf(op))
+	return nil
+}
+
+// listAnswer wraps the list so that fields (a cursor) can be added later
+// without breaking clients.
+type listAnswer struct {
+	Operations []pollwarden.Outcome `json:"operations"`
+}
+
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// list answers operations, newest first, filtered by ?phase= and bounded
+// by ?limit= (default 100, at most 1000) so one call cannot pull a whole
+// fleet's history.
+func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
+	q := r.URL.Query()
+	p := pollwarden.ListParams{Phase: pollwarden.Phase(q.Get("phase")), Limit: defaultListLimit}
+	switch p.Phase {
+	case "", pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
+	default:
+		return unprocessable("phase %s: want waiting, succeeded, failed, cancelled, expired or escalated", clip(string(p.Phase)))
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxListLimit {
+			return unprocessable("limit %s: want 1 to %d", clip(s), maxListLimit)
+		}
+		p.Limit = n
+	}
+	ops, err := a.store.OperationList(r.Context(), p)
+	if err != nil {
+		return internal(err)
+	}
+	out := listAnswer{Operations: make([]pollwarden.Outcome, len(ops))}
+	for i, op := range ops {
+		out.Operations[i] = pollwarden.OutcomeOf(op)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// auditAnswer is the JSON form of an operation's audit trail.
+type auditAnswer struct {
+	OperationID string             `json:"operation_id"`
+	Events      []pollwarden.Event `json:"events"`
+}
+
+// audit answers the operation's story, one line per event (R26), as
+// text/plain for a person; with Accept: application/json, the events
+// themselves, hashes included, for a program.
+func (a *api) audit(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
+	id := r.PathValue("id")
+	if _, err := a.store.OperationGet(r.Context(), id); err != nil {
+		return storeError(err, id)
+	}
+	events, err := a.store.EventList(r.Context(), id)
+	if err != nil {
+		return internal(err)
+	}
+	if wantsJSON(r) {
+		if events == nil {
+			events = []pollwarden.Event{}
+		}
+		writeJSON(w, http.StatusOK, auditAnswer{OperationID: id, Events: events})
+		return nil
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	for _, line := range audit.Story(events, time.UTC) {
+		_, _ = w.Write([]byte(line + "\n"))
+	}
+	return nil
+}
+
+// wantsJSON reports whether the Accept header asks for JSON (with q > 0).
+// Anything else, including no header, gets the story as text.
+func wantsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mt != "application/json" {
+			continue
+		}
+		if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q == 0 {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// storeError maps a store error for operation id.
+func storeError(err error, id string) error {
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		return errorf(http.StatusNotFound, codeNotFound, "no operation %s", clip(id))
+	}
+	return internal(err)
+}
