@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -61,7 +62,7 @@ func New(opts Options) *Controller {
 	if opts.LeaseRetry <= 0 {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
-	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: opts.Rand,
+	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
 		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange}
 }
 
@@ -120,4 +121,17 @@ func (c *Controller) changed(op *pollwarden.Operation) {
 	if c.onChange != nil {
 		c.onChange(op.Clone())
 	}
+}
+
+// lockedRand lets steps of different operations draw jitter at once: the
+// usual sources (math/rand/v2's *Rand) are not safe for concurrent use.
+type lockedRand struct {
+	mu sync.Mutex
+	r  policy.Rand
+}
+
+func (l *lockedRand) Float64() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Float64()
 }
