@@ -1,0 +1,351 @@
+// Package scheduler runs many operations at once for the daemon. The
+// controller knows how to take one step of one operation (R11, R22); a
+// daemon holding thousands of operations also needs someone to decide which
+// operation to step next, how many at a time, and how fast the provider may
+// be asked. That is this package, and only that: every rule about an
+// operation stays in controller.Step.
+//
+// The scheduler asks the store for the operations that are due, oldest due
+// first (pollwarden.ListParams.DueBefore), starts one Step for each with a
+// bounded number in flight, and sleeps until the next one is due, a step
+// ends, or Wake is called. It holds no lease itself: Step takes the lease
+// around its one request and releases it before returning, so nothing is
+// held while the scheduler sleeps (R22). Several schedulers, in one process
+// or in several, may share a store: the lease keeps one owner per
+// operation, and a step that finds the lease taken or the record moved on
+// sends nothing.
+//
+// Two brakes keep a provider from seeing bursts:
+//   - a per-contract ceiling (limits.max_requests_per_second), a token
+//     bucket consulted before a step starts and, with Transport, again at
+//     the moment each request leaves;
+//   - catch-up pacing: after the scheduler starts, or resumes after a
+//     stall, the operations already overdue are started at a bounded rate
+//     instead of all at once (R9 for a whole fleet). docs/decisions.md,
+//     "Scheduler", states the rule.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+)
+
+// Contracts is the current contract set, looked up by name on every use so
+// that a reload (SIGHUP) takes effect at the next step. *contract.Set
+// implements it.
+type Contracts interface {
+	Get(name string) (*contract.Extractor, bool)
+}
+
+// Defaults for Options left at zero.
+const (
+	DefaultConcurrency = 32
+	DefaultPoll        = time.Second
+	DefaultBatch       = 256
+	// DefaultCatchUpPerSlot: the default catch-up rate is this many step
+	// starts per second per concurrency slot (128/s at the default
+	// concurrency). A status request answered in 250 ms or more cannot go
+	// faster than that anyway, so the pace only bites when the provider
+	// answers fast and a backlog is waiting: when a burst would hurt.
+	DefaultCatchUpPerSlot = 4
+)
+
+// stallAfter is how much later than planned the loop may wake before it
+// counts as a stall (a suspended process, a laptop lid): the operations
+// due by then are a backlog and are paced like a restart's.
+const stallAfter = 5 * time.Second
+
+// Options configures a Scheduler. Controller, Contracts and Clock are
+// required.
+type Options struct {
+	// Controller runs each step; steps of different operations run at
+	// once.
+	Controller *controller.Controller
+	// Store is where due operations are found; default Controller.Store().
+	Store     pollwarden.Store
+	Contracts Contracts
+	Clock     controller.Clock
+	// Concurrency is how many steps may be in flight at once; default 32.
+	Concurrency int
+	// Poll is how often to look for due work when nothing woke the
+	// scheduler (changes made by other processes are seen this late at
+	// worst); default 1s.
+	Poll time.Duration
+	// Batch is how many due operations one look fetches; default 256.
+	Batch int
+	// CatchUpRate is the most step starts per second for the backlog
+	// found when Run starts or after a stall (see docs/decisions.md,
+	// "Scheduler"); its burst is a tenth of a second's worth. Default
+	// DefaultCatchUpPerSlot × Concurrency; negative turns pacing off.
+	CatchUpRate float64
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Scheduler steps due operations until its Run's context ends. Wake,
+// Changed and Run may be called from any goroutine; Run once at a time.
+type Scheduler struct {
+	ctl          *controller.Controller
+	store        pollwarden.Store
+	contracts    Contracts
+	clock        controller.Clock
+	log          *slog.Logger
+	concurrency  int
+	poll         time.Duration
+	batch        int
+	catchUpRate  float64
+	catchUpBurst int
+
+	// poke is rung (never blocking) when a step ends or Wake is called;
+	// the state that changed lives in the fields below.
+	poke    chan struct{}
+	woken   atomic.Bool
+	running atomic.Bool
+
+	mu       sync.Mutex
+	inflight map[string]struct{}
+	// holds keep an operation from being started again before a time,
+	// while its record is still at the version the hold was made for: a
+	// step that found the lease taken, or failed, asks to be retried
+	// later although the record still says "due".
+	holds map[string]hold
+	// ended lists the operations whose step ended since the last fetch:
+	// a candidate read before that is stale and is not started again (if
+	// the operation is due again, soonest makes the loop read it anew).
+	ended map[string]struct{}
+	// soonest is the earliest time a step ended since the last fetch asked
+	// to look again at; zero when none.
+	soonest time.Time
+	// wakeAt is when the loop, asleep, means to look next; zero while it
+	// is awake. Changed compares against it.
+	wakeAt time.Time
+}
+
+type hold struct {
+	version int64
+	until   time.Time
+}
+
+// New checks opts, fills in defaults and returns a Scheduler. It panics
+// when a required option is missing: a programming error.
+func New(opts Options) *Scheduler {
+	if opts.Controller == nil || opts.Contracts == nil || opts.Clock == nil {
+		panic("scheduler.New: Controller, Contracts and Clock are required")
+	}
+	if opts.Store == nil {
+		opts.Store = opts.Controller.Store()
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = DefaultBatch
+	}
+	if opts.CatchUpRate == 0 {
+		opts.CatchUpRate = DefaultCatchUpPerSlot * float64(opts.Concurrency)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Scheduler{
+		ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, clock: opts.Clock,
+		log: opts.Logger, concurrency: opts.Concurrency, poll: opts.Poll, batch: opts.Batch,
+		catchUpRate: opts.CatchUpRate,
+		poke:        make(chan struct{}, 1),
+		inflight:    map[string]struct{}{},
+		holds:       map[string]hold{},
+		ended:       map[string]struct{}{},
+	}
+	if s.catchUpRate > 0 {
+		s.catchUpBurst = max(1, int(math.Ceil(s.catchUpRate/10)))
+	}
+	return s
+}
+
+// Run steps due operations until ctx ends. Then it starts nothing more,
+// waits for the steps in flight (each finishes its one request, persists
+// the answer and releases its lease; one not yet reserved stops without
+// sending) and returns nil. Store errors are logged and retried after
+// Poll, never returned; the only error is a second concurrent Run.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run is already running")
+	}
+	defer s.running.Store(false)
+	var steps sync.WaitGroup
+	l := newLoop(s, &steps)
+	l.startCatchUp(s.clock.Now(), "start")
+	for ctx.Err() == nil {
+		next := l.iterate(ctx)
+		s.sleepUntil(ctx, l, next)
+	}
+	s.mu.Lock()
+	n := len(s.inflight)
+	s.mu.Unlock()
+	s.log.Info("scheduler stopping", "steps_in_flight", n)
+	steps.Wait()
+	s.log.Info("scheduler stopped")
+	return nil
+}
+
+// Wake tells the scheduler that something changed (a new operation, a
+// decision): it looks for due work now instead of at its next planned
+// time. It never blocks. Each Wake costs a store read, so a hook called on
+// every change should call Changed instead.
+func (s *Scheduler) Wake() {
+	s.woken.Store(true)
+	s.ring()
+}
+
+// Changed is meant for controller.Options.OnChange: it calls Wake when the
+// saved record is waiting and due before the scheduler's next planned
+// look, and ignores the changes the scheduler's own steps make.
+func (s *Scheduler) Changed(op *pollwarden.Operation) {
+	if op == nil || op.Phase != pollwarden.PhaseWaiting {
+		return
+	}
+	s.mu.Lock()
+	_, busy := s.inflight[op.ID]
+	wakeAt := s.wakeAt
+	s.mu.Unlock()
+	if busy || (!wakeAt.IsZero() && op.NextPollAt.After(wakeAt)) {
+		return
+	}
+	s.Wake()
+}
+
+func (s *Scheduler) ring() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// sleepUntil sleeps on the clock until next, a poke, or the end of ctx.
+// The helper goroutine is waited for, so a poke it took is one the next
+// iteration already sees in the shared state.
+func (s *Scheduler) sleepUntil(ctx context.Context, l *loop, next time.Time) {
+	now := s.clock.Now()
+	d := next.Sub(now)
+	l.expect = next
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.wakeAt = next
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.wakeAt = time.Time{}
+		s.mu.Unlock()
+	}()
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-s.poke:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	_ = s.clock.Sleep(sctx, d)
+	cancel()
+	<-done
+}
+
+// started marks id in flight; false when it already is or no slot is free.
+func (s *Scheduler) started(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[id]; busy || len(s.inflight) >= s.concurrency {
+		return false
+	}
+	s.inflight[id] = struct{}{}
+	return true
+}
+
+// slotFree reports whether another step may start.
+func (s *Scheduler) slotFree() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) < s.concurrency
+}
+
+// held reports whether op must not be started now: it is in flight or its
+// candidate is stale (zero time), or it is held until the time returned. A
+// hold made for another version of the record no longer counts.
+func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[op.ID]; busy {
+		return time.Time{}, true
+	}
+	if _, stale := s.ended[op.ID]; stale {
+		return time.Time{}, true
+	}
+	h, ok := s.holds[op.ID]
+	if !ok {
+		return time.Time{}, false
+	}
+	if h.version != op.Version || !now.Before(h.until) {
+		delete(s.holds, op.ID)
+		return time.Time{}, false
+	}
+	return h.until, true
+}
+
+// step runs one controller step and records what it asks for next.
+func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) {
+	res, err := s.ctl.Step(ctx, ex, op.ID)
+	now := s.clock.Now()
+	var h *hold
+	switch {
+	case err != nil:
+		s.logStepError(ctx, op, err)
+		// Look again after Poll, unless the record moves on meanwhile.
+		h = &hold{version: op.Version, until: now.Add(s.poll)}
+	case res.Op != nil && !res.Until.IsZero() && res.Op.NextPollAt.Before(res.Until):
+		// The record still says "due" but the step asked for later (the
+		// lease was taken, or the record changed under it).
+		h = &hold{version: res.Op.Version, until: res.Until}
+	}
+	s.mu.Lock()
+	delete(s.inflight, op.ID)
+	s.ended[op.ID] = struct{}{}
+	if h != nil {
+		s.holds[op.ID] = *h
+	}
+	next := res.Until
+	if h != nil {
+		next = h.until
+	}
+	if !next.IsZero() && (s.soonest.IsZero() || next.Before(s.soonest)) {
+		s.soonest = next
+	}
+	s.mu.Unlock()
+	s.ring()
+}
+
+func (s *Scheduler) logStepError(ctx context.Context, op *pollwarden.Operation, err error) {
+	switch {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		s.log.Debug("step interrupted by shutdown before sending", "operation", op.ID, "error", err)
+	case errors.Is(err, pollwarden.ErrLeaseLost), errors.Is(err, pollwarden.ErrConflict):
+		s.log.Debug("another owner moved the operation on", "operation", op.ID, "error", err)
+	default:
+		s.log.Warn("step failed; retrying later", "operation", op.ID, "contract", op.Contract, "error", err)
+	}
+}

@@ -1,0 +1,410 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/controller"
+	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/scheduler"
+	"github.com/pollwarden/pollwarden/sqlite"
+)
+
+// TestManyOperationsReachOutcomes: 200 operations of three kinds, stepped
+// 32 at a time, all end as their scripts say, within budget, one request
+// at a time per job, every request reserved and its answer persisted.
+func TestManyOperationsReachOutcomes(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("many", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	want := map[string]pollwarden.Reason{}
+	phase := map[string]pollwarden.Phase{}
+	for i := range 200 {
+		id, job := fmt.Sprintf("op-%03d", i), fmt.Sprintf("job-%03d", i)
+		pending := fp.State("running", nil)
+		switch i % 3 {
+		case 0: // succeeds on request 1 to 4
+			steps := make([]fp.Step, 0, 4)
+			for range i % 4 {
+				steps = append(steps, pending)
+			}
+			r.srv.Script(job, append(steps, fp.Succeeded("https://files.example.com/"+job))...)
+			phase[id] = pollwarden.PhaseSucceeded
+		case 1: // never ends: the fifth request is the last
+			r.srv.Script(job, pending)
+			phase[id], want[id] = pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted
+		case 2: // a state the contract does not know
+			r.srv.Script(job, pending, fp.State("paused", nil))
+			phase[id], want[id] = pollwarden.PhaseEscalated, pollwarden.ReasonUnknownState
+		}
+		r.submit(ctl, ex, id, job)
+	}
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock})
+	run := start(sched)
+	waitFor(t, "every operation ends", 60*time.Second, func() bool { return r.waiting() == 0 })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+	for i := range 200 {
+		id, job := fmt.Sprintf("op-%03d", i), fmt.Sprintf("job-%03d", i)
+		op := r.checkBooks(id, job)
+		if op.Phase != phase[id] || op.Reason != want[id] {
+			t.Errorf("%s: %s/%s, want %s/%s", id, op.Phase, op.Reason, phase[id], want[id])
+		}
+		if i%3 == 1 && r.srv.Count(job) != 5 {
+			t.Errorf("%s: %d requests before request_budget_exhausted, want exactly 5", id, r.srv.Count(job))
+		}
+	}
+}
+
+// TestRateCeiling: with max_requests_per_second: 50 the provider never
+// sees more than 50 + 1 (the bucket's burst) requests of that contract in
+// any one-second window, while a contract without a ceiling is not held
+// back behind it.
+func TestRateCeiling(t *testing.T) {
+	r := newRig(t)
+	slow := r.contract("slow", ", max_requests_per_second: 50")
+	free := r.contract("free", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	var slowJobs, freeJobs []string
+	for i := range 80 {
+		job := fmt.Sprintf("slow-%02d", i)
+		r.srv.Script(job, fp.State("running", nil), fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, slow, "op-"+job, job)
+		slowJobs = append(slowJobs, job)
+	}
+	for i := range 40 {
+		job := fmt.Sprintf("free-%02d", i)
+		r.srv.Script(job, fp.State("running", nil), fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, free, "op-"+job, job)
+		freeJobs = append(freeJobs, job)
+	}
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock})
+	run := start(sched)
+	freeDone := func() bool {
+		for _, j := range freeJobs {
+			if r.get("op-"+j).Phase == pollwarden.PhaseWaiting {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, "the contract without a ceiling ends", 30*time.Second, freeDone)
+	slowSent := len(r.requestTimes(slowJobs))
+	waitFor(t, "every operation ends", 60*time.Second, func() bool { return r.waiting() == 0 })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+
+	ts := r.requestTimes(slowJobs)
+	if len(ts) != 160 {
+		t.Fatalf("slow contract: %d requests, want 160", len(ts))
+	}
+	if n := maxInWindow(ts, time.Second); n > 50+1 {
+		t.Errorf("slow contract: %d requests in one second, ceiling 50 (+1 burst)", n)
+	} else {
+		t.Logf("slow contract: at most %d requests in any second (ceiling 50, burst 1)", n)
+	}
+	if slowSent >= len(ts) {
+		t.Errorf("the free contract ended only after the slow one had sent all %d requests", slowSent)
+	}
+	t.Logf("the free contract's 80 requests were done when the slow one had sent %d of 160", slowSent)
+	for _, j := range append(slowJobs, freeJobs...) {
+		if op := r.checkBooks("op-"+j, j); op.Phase != pollwarden.PhaseSucceeded {
+			t.Errorf("%s: %s/%s", j, op.Phase, op.Reason)
+		}
+	}
+}
+
+// TestRestartSpreadsOverdue: 300 operations overdue by an hour, as after a
+// restart, are started at CatchUpRate (128/s at the default concurrency,
+// burst 13), not all at once.
+func TestRestartSpreadsOverdue(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("restart", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	var jobs []string
+	for i := range 300 {
+		job := fmt.Sprintf("job-%03d", i)
+		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, ex, "op-"+job, job)
+		r.overdue("op-"+job, time.Hour+time.Duration(i)*time.Second)
+		jobs = append(jobs, job)
+	}
+	logs := &logBuffer{}
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Logger: logs.logger()})
+	run := start(sched)
+	waitFor(t, "every operation ends", 60*time.Second, func() bool { return r.waiting() == 0 })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+
+	const rate, burst = 4 * scheduler.DefaultConcurrency, 13
+	// A step writes its lease and reservation before its request leaves:
+	// allow 50 ms of that lag, at the catch-up rate.
+	const lag = 0.05 * rate
+	ts := r.requestTimes(jobs)
+	first := ts[0]
+	for _, w := range []time.Duration{100 * time.Millisecond, time.Second} {
+		n := countBefore(ts, first.Add(w))
+		limit := burst + int(rate*w.Seconds()+lag)
+		if n > limit {
+			t.Errorf("%d requests in the first %v after the restart, want at most %d", n, w, limit)
+		} else {
+			t.Logf("%d requests in the first %v (at most %d allowed; 300 were overdue)", n, w, limit)
+		}
+	}
+	for _, j := range jobs {
+		if op := r.checkBooks("op-"+j, j); op.Phase != pollwarden.PhaseSucceeded || r.srv.Count(j) != 1 {
+			t.Errorf("%s: %s/%s after %d requests, want succeeded after 1", j, op.Phase, op.Reason, r.srv.Count(j))
+		}
+	}
+	for _, want := range []string{`msg="pacing overdue operations" after=start`, `msg="caught up with overdue operations" after=start started=300`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestShutdownLetsStepsFinish: cancelling Run while requests are in flight
+// returns once they are answered and persisted, with no lease left held
+// and no goroutine left behind.
+func TestShutdownLetsStepsFinish(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("shutdown", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	var inFlight, peak atomic.Int32
+	release := make(chan struct{})
+	var once sync.Once
+	r.srv.OnRequest(func(string) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release // hold every request until the test lets them go
+	})
+	const ops, concurrency = 40, 8
+	for i := range ops {
+		job := fmt.Sprintf("job-%02d", i)
+		r.srv.Script(job, fp.State("running", nil))
+		r.submit(ctl, ex, "op-"+job, job)
+	}
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Concurrency: concurrency})
+	run := start(sched)
+	waitFor(t, "a full set of requests in flight", 10*time.Second, func() bool { return inFlight.Load() == concurrency })
+	run.cancel()
+	select {
+	case <-run.done:
+		t.Fatal("Run returned while its steps' requests were still in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	once.Do(func() { close(release) })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+	if p := peak.Load(); p > concurrency {
+		t.Errorf("%d requests in flight at once, concurrency %d", p, concurrency)
+	}
+	sent := 0
+	for i := range ops {
+		job := fmt.Sprintf("job-%02d", i)
+		r.checkBooks("op-"+job, job)
+		sent += r.srv.Count(job)
+		l, err := r.store.LeaseAcquire(context.Background(), pollwarden.LeaseParams{
+			OperationID: "op-" + job, Owner: "another-process", Now: time.Now(), TTL: time.Minute})
+		if err != nil {
+			t.Errorf("op-%s: lease still held after Run returned: %v", job, err)
+			continue
+		}
+		_ = r.store.LeaseRelease(context.Background(), l)
+	}
+	if sent < concurrency {
+		t.Errorf("%d requests sent in all, want at least the %d that were in flight", sent, concurrency)
+	}
+}
+
+// TestTwoSchedulersShareOperations: two schedulers, each with its own
+// store handle, controller and owner, step the same operations: never two
+// requests at once for a job, and each due poll is sent once, so every job
+// takes exactly the four requests its script needs.
+func TestTwoSchedulersShareOperations(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("shared", "")
+	ctlA := r.controller(r.store, "owner-a", nil)
+	ctlB := r.controller(r.open(sqlite.Options{}), "owner-b", nil)
+	const ops = 100
+	for i := range ops {
+		job := fmt.Sprintf("job-%03d", i)
+		run := fp.State("running", nil)
+		run.Delay = 5 * time.Millisecond // widen the window for a second request
+		r.srv.Script(job, run, run, run, fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctlA, ex, "op-"+job, job)
+	}
+	a := start(scheduler.New(scheduler.Options{Controller: ctlA, Contracts: r.set, Clock: r.clock, Concurrency: 16}))
+	b := start(scheduler.New(scheduler.Options{Controller: ctlB, Contracts: r.set, Clock: r.clock, Concurrency: 16}))
+	waitFor(t, "every operation ends", 60*time.Second, func() bool { return r.waiting() == 0 })
+	a.stop(t)
+	b.stop(t)
+	noSchedulerGoroutines(t)
+	for i := range ops {
+		job := fmt.Sprintf("job-%03d", i)
+		op := r.checkBooks("op-"+job, job)
+		if op.Phase != pollwarden.PhaseSucceeded || r.srv.Count(job) != 4 {
+			t.Errorf("%s: %s/%s after %d requests, want succeeded after exactly 4", job, op.Phase, op.Reason, r.srv.Count(job))
+		}
+	}
+}
+
+// TestMissingContractSkipped: an operation whose contract left the set is
+// skipped and logged once, never escalated, and does not hold back the
+// others; when the contract comes back, it runs to its end.
+func TestMissingContractSkipped(t *testing.T) {
+	r := newRig(t)
+	kept := r.contract("kept", "")
+	gone := r.compile("gone", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	for i := range 20 {
+		job := fmt.Sprintf("gone-%02d", i)
+		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, gone, "op-"+job, job)
+	}
+	for i := range 20 {
+		job := fmt.Sprintf("kept-%02d", i)
+		r.srv.Script(job, fp.State("running", nil), fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, kept, "op-"+job, job)
+	}
+	logs := &logBuffer{}
+	// A batch smaller than the missing ones: they must not hide the others.
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock,
+		Batch: 8, Poll: 50 * time.Millisecond, Logger: logs.logger()})
+	run := start(sched)
+	waitFor(t, "the operations with a contract end", 30*time.Second, func() bool { return r.waiting() == 20 })
+	time.Sleep(200 * time.Millisecond) // several more looks
+	for i := range 20 {
+		job := fmt.Sprintf("gone-%02d", i)
+		if op := r.get("op-" + job); op.Phase != pollwarden.PhaseWaiting || op.StatusRequestsUsed != 0 || r.srv.Count(job) != 0 {
+			t.Errorf("%s without its contract: %s/%s, %d used, %d sent", job, op.Phase, op.Reason, op.StatusRequestsUsed, r.srv.Count(job))
+		}
+		if n := strings.Count(logs.String(), `operation=op-`+job+` contract=gone`); n != 1 {
+			t.Errorf("%s: logged %d times, want once", job, n)
+		}
+	}
+	r.set.Put(gone) // a reload brings it back
+	sched.Wake()
+	waitFor(t, "the skipped operations end after the reload", 30*time.Second, func() bool { return r.waiting() == 0 })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+	for i := range 20 {
+		for _, kind := range []string{"gone", "kept"} {
+			job := fmt.Sprintf("%s-%02d", kind, i)
+			if op := r.checkBooks("op-"+job, job); op.Phase != pollwarden.PhaseSucceeded {
+				t.Errorf("%s: %s/%s", job, op.Phase, op.Reason)
+			}
+		}
+	}
+}
+
+// TestChangedWakes: with a one-hour Poll, an operation submitted through a
+// controller whose OnChange is the scheduler's Changed is stepped at once.
+func TestChangedWakes(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("wake", "")
+	var sched *scheduler.Scheduler
+	var changes atomic.Int32
+	ctl := r.controller(r.store, "owner-a", func(op *pollwarden.Operation) {
+		changes.Add(1)
+		sched.Changed(op)
+	})
+	sched = scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Poll: time.Hour})
+	run := start(sched)
+	defer run.stop(t)
+	time.Sleep(50 * time.Millisecond) // let it fall asleep for the hour
+	r.srv.Script("job", fp.State("running", nil), fp.Succeeded("https://files.example.com/job"))
+	r.submit(ctl, ex, "op", "job")
+	waitFor(t, "the new operation ends", 10*time.Second, func() bool { return r.get("op").Phase == pollwarden.PhaseSucceeded })
+	if changes.Load() < 5 { // created, then reserve and answer twice
+		t.Errorf("OnChange called %d times", changes.Load())
+	}
+}
+
+// TestRunTwice: a Scheduler runs once at a time.
+func TestRunTwice(t *testing.T) {
+	r := newRig(t)
+	ctl := r.controller(r.store, "owner-a", nil)
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock})
+	run := start(sched)
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := sched.Run(ctx); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("second Run: %v", err)
+	}
+	run.stop(t)
+	noSchedulerGoroutines(t)
+}
+
+// jumpClock is the wall clock plus an offset the test moves, as a laptop
+// whose lid was closed sees time jump on waking.
+type jumpClock struct{ offset atomic.Int64 }
+
+func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *jumpClock) Sleep(ctx context.Context, d time.Duration) error {
+	return controller.RealClock{}.Sleep(ctx, d)
+}
+
+// TestStallPacesOverdue: when the scheduler wakes far later than it meant
+// to (a suspended process), the operations that fell due meanwhile are a
+// backlog and are paced like a restart's, not sent at once.
+func TestStallPacesOverdue(t *testing.T) {
+	r := newRig(t)
+	clock := &jumpClock{}
+	r.clock = clock
+	ex := r.contract("stall", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	var jobs []string
+	for i := range 100 {
+		job := fmt.Sprintf("job-%03d", i)
+		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, ex, "op-"+job, job)
+		r.nextPoll("op-"+job, time.Minute+time.Duration(i)*time.Millisecond)
+		jobs = append(jobs, job)
+	}
+	logs := &logBuffer{}
+	const rate, burst = 50, 5
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: clock,
+		Poll: 100 * time.Millisecond, CatchUpRate: rate, Logger: logs.logger()})
+	run := start(sched)
+	time.Sleep(150 * time.Millisecond) // asleep, nothing due for a minute
+	if n := len(r.requestTimes(jobs)); n != 0 {
+		t.Fatalf("%d requests before anything was due", n)
+	}
+	clock.offset.Store(int64(90 * time.Second)) // the lid opens 90 s later
+	waitFor(t, "every operation ends", 30*time.Second, func() bool { return r.waiting() == 0 })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+	ts := r.requestTimes(jobs)
+	const lag = 0.05 * rate
+	for _, w := range []time.Duration{100 * time.Millisecond, time.Second} {
+		n := countBefore(ts, ts[0].Add(w))
+		if limit := burst + int(rate*w.Seconds()+lag); n > limit {
+			t.Errorf("%d requests in the first %v after waking, want at most %d", n, w, limit)
+		}
+	}
+	for _, want := range []string{"scheduler woke late", `msg="pacing overdue operations" after=stall`,
+		`msg="caught up with overdue operations" after=stall started=100`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, j := range jobs {
+		if op := r.checkBooks("op-"+j, j); op.Phase != pollwarden.PhaseSucceeded {
+			t.Errorf("%s: %s/%s", j, op.Phase, op.Reason)
+		}
+	}
+}
