@@ -113,6 +113,28 @@ func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operat
 // and sorts every waiting row; the literal 'waiting' matches the index's
 // WHERE clause (a bound parameter would not).
 func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	q, args := listSQL(p)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list operations: %w", err)
+	}
+	defer rows.Close()
+	var out []*pollwarden.Operation
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list operations: %w", err)
+		}
+		out = append(out, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list operations: %w", err)
+	}
+	return out, nil
+}
+
+// listSQL is OperationList's query and its arguments.
+func listSQL(p pollwarden.ListParams) (string, []any) {
 	q := "SELECT version, record FROM operations"
 	var where []string
 	var args []any
@@ -138,23 +160,7 @@ func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*
 		q += " LIMIT ?"
 		args = append(args, p.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list operations: %w", err)
-	}
-	defer rows.Close()
-	var out []*pollwarden.Operation
-	for rows.Next() {
-		op, err := scanOp(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list operations: %w", err)
-		}
-		out = append(out, op)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list operations: %w", err)
-	}
-	return out, nil
+	return q, args
 }
 
 func scanOp(row interface{ Scan(...any) error }) (*pollwarden.Operation, error) {
