@@ -30,8 +30,29 @@ const canary = "sk-canary-7Qx9Zt2LmP-process"
 
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr syncBuffer
 }
+
+// syncBuffer lets a test read a running process's output while exec's
+// copying goroutine writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
 
 func contractFile(t *testing.T, dir, base string) string {
 	t.Helper()
@@ -107,6 +128,9 @@ func assertNoCanary(t *testing.T, dir string, procs ...*proc) {
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/prober"
+	"github.com/pollwarden/pollwarden/scheduler"
+	"github.com/spf13/cobra"
+)
+
+type serveFlags struct {
+	listen, store, contracts, tokens, webhooks, auditKey string
+	concurrency                                          int
+}
+
+func serveCmd(env Env) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --listen ADDR --store PATH --contracts DIR --tokens FILE",
+		Short: "Run the daemon: the JSON API, the scheduler that owns every wait, metrics",
+		Long: `serve owns every registered wait: a scheduler steps due operations (one
+lease per request, never while sleeping, a per-contract request-rate ceiling,
+overdue work paced after a restart), and a JSON API lets agents register jobs
+and read outcomes and approvers decide escalations. Every *.yaml in
+--contracts is a contract; SIGHUP reloads them (a bad file keeps the old set
+and is reported). SIGINT/SIGTERM stop claiming, let in-flight requests
+finish, and exit. See README "The daemon" and GET /v1/openapi.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8470", "address to listen on")
+	fl.StringVar(&f.store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	fl.StringVar(&f.contracts, "contracts", "", "directory of contract files (*.yaml)")
+	fl.StringVar(&f.tokens, "tokens", "", "tokens file: names, roles and sha256 of bearer tokens")
+	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file (not available in this version)")
+	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
+	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
+	return cmd
+}
+
+func (env Env) runServe(ctx context.Context, f serveFlags) error {
+	switch {
+	case f.contracts == "":
+		return usage(errors.New("--contracts is required"))
+	case f.tokens == "":
+		return usage(errors.New("--tokens is required"))
+	case f.webhooks != "":
+		return usage(errors.New("--webhooks: webhooks are not available in this version"))
+	case strings.HasPrefix(f.store, "postgres://") || strings.HasPrefix(f.store, "postgresql://"):
+		return usage(errors.New("--store: the PostgreSQL store is not available in this version; use a file path"))
+	case f.concurrency < 1:
+		return usage(fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency))
+	}
+	set, err := contract.LoadDir(f.contracts)
+	if err != nil {
+		return usage(err)
+	}
+	tokens, err := httpapi.LoadTokens(f.tokens)
+	if err != nil {
+		return usage(err)
+	}
+	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return usage(fmt.Errorf("--listen: %w", err))
+	}
+	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	return serve(ctx, env, ln, st, set, tokens, f.concurrency, log)
+}
+
+// serve wires the daemon: one controller shared by the API and the
+// scheduler, the controller's changes fanned out to long-polls and to the
+// scheduler, and signals for reload and shutdown.
+func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, tokens *httpapi.Tokens, concurrency int, log *slog.Logger) error {
+	changes := httpapi.NewChanges()
+	var sched *scheduler.Scheduler
+	ctl := controller.New(controller.Options{
+		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
+		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(nil)}),
+		OnChange: func(op *pollwarden.Operation) {
+			changes.Publish(op)
+			sched.Changed(op)
+		},
+	})
+	sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: set, Clock: controller.RealClock{},
+		Concurrency: concurrency, Logger: log})
+	srv := &http.Server{
+		Handler: httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
+			Logger: log, Changes: changes}),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Long-polls hold an answer for up to 60 s.
+		WriteTimeout: 90 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadOnHUP(ctx, hup, set, log)
+
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- sched.Run(ctx) }()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(ln) }()
+	log.Info("serving", "listen", ln.Addr().String(), "contracts", set.Names())
+	fmt.Fprintf(env.Stdout, "pollwarden serve: listening on http://%s\n", ln.Addr())
+
+	select {
+	case <-ctx.Done():
+	case err := <-srvDone:
+		stop()
+		<-schedDone
+		return err
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutCtx)
+	if serr := <-schedDone; err == nil {
+		err = serr
+	}
+	log.Info("stopped")
+	return err
+}
+
+// reloadOnHUP re-reads the contracts directory on SIGHUP; a bad file keeps
+// the old set and is reported.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, set *contract.Set, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := set.Reload(); err != nil {
+				log.Error("contracts reload refused; keeping the previous set", "error", err.Error())
+				continue
+			}
+			log.Info("contracts reloaded", "contracts", set.Names())
+		}
+	}
+}
