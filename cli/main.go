@@ -125,6 +125,7 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	root.AddCommand(waitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	root.AddCommand(simCmd(env))
 	root.AddCommand(serveCmd(env))
+	root.AddCommand(mcpCmd(env))
 	_ = ctx
 	argsAreUsage(root)
 	return root

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/httpapi"
+	pwmcp "github.com/pollwarden/pollwarden/mcp"
+	"github.com/pollwarden/pollwarden/prober"
+	"github.com/pollwarden/pollwarden/scheduler"
+	"github.com/spf13/cobra"
+)
+
+type mcpFlags struct {
+	store, contracts, auditKey string
+	concurrency                int
+}
+
+func mcpCmd(env Env) *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp --store PATH --contracts DIR",
+		Short: "Serve the MCP tools on stdio, with an embedded scheduler, for an agent host",
+		Long: `mcp speaks the Model Context Protocol on stdin/stdout, for an agent host
+that starts it from its configuration. Tools: watch_job, get_job, wait_job,
+list_jobs, request_extension. Like serve, it runs its own scheduler, which
+sends every status request on the contract's schedule; wait_job only waits.
+No tool grants authority. Logs go to stderr. SIGHUP reloads the contracts;
+the server stops when the host closes stdin. See docs/mcp.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return env.runMCP(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	fl.StringVar(&f.contracts, "contracts", "", "directory of contract files (*.yaml)")
+	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
+	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
+	return cmd
+}
+
+func (env Env) runMCP(ctx context.Context, f mcpFlags) error {
+	switch {
+	case f.contracts == "":
+		return usage(errors.New("--contracts is required"))
+	case strings.HasPrefix(f.store, "postgres://") || strings.HasPrefix(f.store, "postgresql://"):
+		return usage(errors.New("--store: the PostgreSQL store is not available in this version; use a file path"))
+	case f.concurrency < 1:
+		return usage(errors.New("--concurrency must be at least 1"))
+	}
+	set, err := contract.LoadDir(f.contracts)
+	if err != nil {
+		return usage(err)
+	}
+	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	return env.serveMCP(ctx, st, set, f.concurrency, log)
+}
+
+// serveMCP wires the MCP door as serve wires the HTTP one: one controller
+// shared by the tools and the scheduler, its changes fanned out to
+// wait_job and to the scheduler.
+func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger) error {
+	changes := httpapi.NewChanges()
+	var sched *scheduler.Scheduler
+	ctl := controller.New(controller.Options{
+		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
+		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(nil)}),
+		OnChange: func(op *pollwarden.Operation) {
+			changes.Publish(op)
+			sched.Changed(op)
+		},
+	})
+	sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: set, Clock: controller.RealClock{},
+		Concurrency: concurrency, Logger: log})
+	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
+		CredentialAvailable: env.credentialAvailable})
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadOnHUP(ctx, hup, set, log)
+
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- sched.Run(schedCtx) }()
+	log.Info("mcp serving on stdio", "contracts", set.Names())
+
+	t := &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+	err := srv.Run(ctx, t)
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		err = nil // the host closed stdin or a signal asked us to stop
+	}
+	stopSched()
+	if serr := <-schedDone; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
+		err = serr
+	}
+	log.Info("stopped")
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
