@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// leaseState is the lease as stored beside an operation. A lease is held
+// while now is strictly before its expiry: at the expiry instant it is
+// already free, for LeaseAcquire and OperationSave alike.
+type leaseState struct {
+	owner   *string
+	epoch   int64
+	expires *string
+}
+
+func (ls leaseState) ownerName() string {
+	if ls.owner == nil {
+		return ""
+	}
+	return *ls.owner
+}
+
+func (ls leaseState) expiry() string {
+	if ls.expires == nil {
+		return ""
+	}
+	return *ls.expires
+}
+
+func (ls leaseState) heldAt(now time.Time) (bool, error) {
+	if ls.owner == nil || ls.expires == nil {
+		return false, nil
+	}
+	exp, err := parseTime(*ls.expires)
+	if err != nil {
+		return false, err
+	}
+	return now.Before(exp), nil
+}
+
+// checkWriter applies R22's fencing to a save: with a lease it must be the
+// current, unexpired one; without one, nobody else may hold the lease.
+func (ls leaseState) checkWriter(opID string, l *pollwarden.Lease, now time.Time) error {
+	held, err := ls.heldAt(now)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		if held {
+			return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.ownerName(), ls.epoch, ls.expiry())
+		}
+		return nil
+	}
+	switch {
+	case l.OperationID != "" && l.OperationID != opID:
+		return fmt.Errorf("%w: the lease is for operation %q", pollwarden.ErrLeaseLost, l.OperationID)
+	case !held && ls.owner != nil && *ls.owner == l.Owner && ls.epoch == l.Epoch:
+		return fmt.Errorf("%w: epoch %d expired at %s", pollwarden.ErrLeaseLost, l.Epoch, ls.expiry())
+	case !held || ls.ownerName() != l.Owner || ls.epoch != l.Epoch:
+		return fmt.Errorf("%w: yours is epoch %d, current is epoch %d", pollwarden.ErrLeaseLost, l.Epoch, ls.epoch)
+	}
+	return nil
+}
+
+// LeaseAcquire takes the operation's lease when it is free or expired at
+// p.Now (the database's clock when zero), with the next epoch.
+func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error) {
+	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 {
+		return nil, fmt.Errorf("postgres: acquire lease on %q: %w: need an operation id, an owner and a positive TTL",
+			p.OperationID, pollwarden.ErrInvalid)
+	}
+	if !p.Now.IsZero() {
+		if err := checkTime("lease expiry", p.Now.Add(p.TTL)); err != nil {
+			return nil, fmt.Errorf("postgres: acquire lease on %q: %w: %v", p.OperationID, pollwarden.ErrInvalid, err)
+		}
+	}
+	var epoch int64
+	var exp time.Time
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var ls leaseState
+		err := tx.QueryRow(ctx, "SELECT lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = $1 FOR UPDATE",
+			p.OperationID).Scan(&ls.owner, &ls.epoch, &ls.expires)
+		if errNoRows(err) {
+			return pollwarden.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		now, err := s.now(ctx, tx, p.Now)
+		if err != nil {
+			return err
+		}
+		exp = now.Add(p.TTL)
+		if err := checkTime("lease expiry", exp); err != nil {
+			return fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err)
+		}
+		held, err := ls.heldAt(now)
+		if err != nil {
+			return err
+		}
+		if held {
+			return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.ownerName(), ls.epoch, ls.expiry())
+		}
+		epoch = ls.epoch + 1
+		_, err = tx.Exec(ctx,
+			"UPDATE operations SET lease_owner = $1, lease_epoch = $2, lease_expires_at = $3 WHERE id = $4",
+			p.Owner, epoch, formatTime(exp), p.OperationID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: acquire lease on %q: %w", p.OperationID, err)
+	}
+	return &pollwarden.Lease{OperationID: p.OperationID, Owner: p.Owner, Epoch: epoch, ExpiresAt: exp}, nil
+}
+
+// LeaseRelease frees the lease only if l is still the current one (same
+// owner and epoch); a lease already lost or taken over is left alone. The
+// epoch is kept, so the next holder's epoch is still higher.
+func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
+	if l == nil {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx,
+		"UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3",
+		l.OperationID, l.Owner, l.Epoch)
+	if err != nil {
+		return fmt.Errorf("postgres: release lease on %q: %w", l.OperationID, err)
+	}
+	return nil
+}
