@@ -17,6 +17,7 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/httpapi"
+	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/spf13/cobra"
@@ -103,14 +104,25 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	})
 	sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: set, Clock: controller.RealClock{},
 		Concurrency: concurrency, Logger: log})
+	// One listener: /mcp is the MCP door (streamable HTTP, the same tools
+	// as `pollwarden mcp`), every other path the JSON API with its own
+	// 404/405 answers.
+	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set,
+		Changes: changes, CredentialAvailable: env.credentialAvailable,
+		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon"}), tokens, log)
+	mux := http.NewServeMux()
+	mux.Handle(pwmcp.Path, mcpHandler)
+	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
+		Logger: log, Changes: changes}))
 	srv := &http.Server{
-		Handler: httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
-			Logger: log, Changes: changes}),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Long-polls hold an answer for up to 60 s.
 		WriteTimeout: 90 * time.Second,
 		IdleTimeout:  2 * time.Minute,
 	}
+	// Shutdown waits for open requests; MCP streams would never end.
+	srv.RegisterOnShutdown(mcpHandler.Close)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)

@@ -62,6 +62,12 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigWith(t, nil)
+}
+
+// newRigWith starts the server with a client configured by opts.
+func newRigWith(t *testing.T, opts *sdk.ClientOptions) *rig {
+	t.Helper()
 	srv := fp.New()
 	t.Cleanup(srv.Close)
 	srv.RequireToken(canary)
@@ -90,7 +96,7 @@ limits: {deadline: 120s, max_status_requests: 10, max_transport_failures: 3, max
 	cmd.Stderr = r.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	client := sdk.NewClient(&sdk.Implementation{Name: "pollwarden-test", Version: "v0"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "pollwarden-test", Version: "v0"}, opts)
 	session, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v; stderr: %s", err, r.stderr.String())

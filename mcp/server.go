@@ -41,6 +41,9 @@ type Options struct {
 	// CredentialAvailable, when set, refuses watch_job for a contract
 	// whose credential this process cannot find (naming it, never its value).
 	CredentialAvailable func(*pollwarden.Contract) error
+	// CredentialHint follows CredentialAvailable's error: where to set the
+	// credential (default: the MCP host's "env" for this stdio server).
+	CredentialHint string
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Version is reported to the client.
@@ -67,10 +70,13 @@ const (
 
 const instructions = `pollwarden waits on external asynchronous jobs for you, under a contract that bounds time and status requests.
 Flow: call watch_job ONCE per job (calling it again with the same arguments resumes the same operation), then call wait_job with the operation_id until phase is no longer "waiting". Do not poll get_job in a loop: wait_job holds server-side for up to 50 s and costs no provider request.
-phase "succeeded" carries the validated result; "failed" carries the provider's error; "escalated" means a person must decide (see escalation.options) - tell the user, you cannot decide it. No tool can raise a limit, cancel or resubmit a job; request_extension only records a request for an approver.`
+phase "succeeded" carries the validated result; "failed" carries the provider's error; "escalated" means a person must decide (see escalation.options) - tell the user, you cannot decide it. No tool can raise a limit, cancel or resubmit a job; request_extension only records a request for an approver.
+Each operation is also the resource pollwarden://operations/{operation_id} (its outcome JSON); subscribing to it brings notifications/resources/updated on every phase change.`
 
 type server struct {
-	o Options
+	o   Options
+	srv *sdk.Server
+	ws  *watchers
 }
 
 // NewServer returns an MCP server with the five tools.
@@ -84,12 +90,25 @@ func NewServer(o Options) *sdk.Server {
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
 	}
+	if o.CredentialHint == "" {
+		o.CredentialHint = `in the environment of the pollwarden mcp server; add it to the "env" of this server in the MCP host's configuration and restart it`
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
 	s := &server{o: o}
+	s.ws = &watchers{s: s, w: map[string]*watcher{}}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "pollwarden", Version: o.Version},
-		&sdk.ServerOptions{Instructions: instructions})
+		&sdk.ServerOptions{Instructions: instructions,
+			SubscribeHandler: s.ws.subscribe, UnsubscribeHandler: s.ws.unsubscribe})
+	s.srv = srv
+	srv.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name:        "operation",
+		Title:       "A watched job's record",
+		URITemplate: ResourceTemplate,
+		MIMEType:    "application/json",
+		Description: `The outcome JSON of one operation (the operation_id watch_job returned): phase, outcome, reason, result, provider_error, counters, deadline. Subscribe (resources/subscribe) to get notifications/resources/updated on every phase change, then read it: a host can wait this way without calling wait_job. Reading sends no provider request.`,
+	}, s.readOperation)
 	jobSchema := outputSchema[pollwarden.Outcome]()
 	jobSchema.Properties["guidance"] = &jsonschema.Schema{Type: "string",
 		Description: "what this answer means and what to do next"}
@@ -97,7 +116,7 @@ func NewServer(o Options) *sdk.Server {
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:  ToolWatchJob,
 		Title: "Hand a job over to pollwarden",
-		Description: `Register an external asynchronous job so pollwarden polls its status for you, within the contract's deadline and status-request budget. Call it once per job, right after the provider accepted it; calling again with the same arguments resumes the same operation (counters are never reset). Give exactly one of job_id and status_url. deadline and max_status_requests may only LOWER the contract's limits; a higher value is refused (only a person can raise a limit; see request_extension). Returns the operation record; then call wait_job with its operation_id.
+		Description: `Register an external asynchronous job so pollwarden polls its status for you, within the contract's deadline and status-request budget. Call it once per job, right after the provider accepted it; calling again with the same arguments resumes the same operation (counters are never reset). Give exactly one of job_id and status_url. deadline and max_status_requests may only LOWER the contract's limits; a higher value is refused (only a person can raise a limit; see request_extension). Returns the operation record; then call wait_job with its operation_id (or subscribe to the resource pollwarden://operations/{operation_id} for a notification on every phase change).
 Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 		Annotations:  &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 		OutputSchema: jobSchema,
@@ -112,7 +131,7 @@ Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolWaitJob,
 		Title:        "Wait for a job's phase to change",
-		Description:  `Hold until the operation's phase changes or max_wait_seconds pass (default and maximum 50), then return the record. The wait itself sends no provider request: pollwarden's scheduler polls on the contract's schedule. If phase is still "waiting" when time runs out, the answer's guidance says when the next status request is due and why; call wait_job again. phase "escalated" means a person must decide: escalation.message and escalation.options say what; tell the user, you cannot choose an option that grants authority. Sends progress notifications while waiting when the request carries a progress token.`,
+		Description:  `Hold until the operation's phase changes or max_wait_seconds pass (default and maximum 50), then return the record. The wait itself sends no provider request: pollwarden's scheduler polls on the contract's schedule. If phase is still "waiting" when time runs out, the answer's guidance says when the next status request is due and why; call wait_job again. phase "escalated" means a person must decide: escalation.message and escalation.options say what; tell the user, you cannot choose an option that grants authority. Sends progress notifications while waiting when the request carries a progress token. A host that can handle resource subscriptions may instead subscribe to pollwarden://operations/{operation_id}: it is notified on every phase change.`,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		OutputSchema: jobSchema,
 	}, s.waitJob)
@@ -280,7 +299,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 	}
 	if s.o.CredentialAvailable != nil {
 		if err := s.o.CredentialAvailable(ct); err != nil {
-			return nil, JobAnswer{}, fmt.Errorf("%v in the environment of the pollwarden mcp server; add it to the \"env\" of this server in the MCP host's configuration and restart it", err)
+			return nil, JobAnswer{}, fmt.Errorf("%v %s", err, s.o.CredentialHint)
 		}
 	}
 	if p.ID == "" {

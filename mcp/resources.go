@@ -1,0 +1,162 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// ResourcePrefix starts every operation's resource URI:
+// pollwarden://operations/{id}. Reading it returns the outcome JSON;
+// subscribing to it brings notifications/resources/updated on every phase
+// change, so a host can wait without calling a tool.
+const ResourcePrefix = "pollwarden://operations/"
+
+// ResourceTemplate is the URI template of the operation resources.
+const ResourceTemplate = ResourcePrefix + "{id}"
+
+// ResourceURI is the resource URI of operation id.
+func ResourceURI(id string) string { return ResourcePrefix + id }
+
+func operationID(uri string) (string, bool) {
+	id, ok := strings.CutPrefix(uri, ResourcePrefix)
+	return id, ok && validID.MatchString(id)
+}
+
+// readOperation answers resources/read with the outcome JSON.
+func (s *server) readOperation(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, ok := operationID(uri)
+	if !ok {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	op, err := s.o.Store.OperationGet(ctx, id)
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	b, err := json.Marshal(pollwarden.OutcomeOf(op))
+	if err != nil {
+		return nil, internal(err)
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// watchers turns the controller's changes (through Options.Changes) into
+// notifications/resources/updated: one goroutine per subscribed
+// operation, alive while a live session is subscribed to it. The SDK keeps
+// the list of subscribed sessions and sends the notifications; this only
+// decides when an operation's phase changed.
+type watchers struct {
+	s  *server
+	mu sync.Mutex
+	// by URI: the sessions that subscribed (the SDK forgets a closed
+	// session on its own; the watcher prunes them from here).
+	w map[string]*watcher
+}
+
+type watcher struct {
+	sessions map[*sdk.ServerSession]struct{}
+	stop     context.CancelFunc
+}
+
+func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	uri := req.Params.URI
+	id, ok := operationID(uri)
+	if !ok {
+		return fmt.Errorf("cannot subscribe to %s: resources are %s", clip(uri), ResourceTemplate)
+	}
+	op, err := ws.s.o.Store.OperationGet(ctx, id)
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		return sdk.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return internal(err)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.w[uri]; w != nil {
+		w.sessions[req.Session] = struct{}{}
+		return nil
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	w := &watcher{sessions: map[*sdk.ServerSession]struct{}{req.Session: {}}, stop: stop}
+	ws.w[uri] = w
+	go ws.run(wctx, uri, id, op.Phase, w)
+	return nil
+}
+
+func (ws *watchers) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	uri := req.Params.URI
+	if w := ws.w[uri]; w != nil {
+		delete(w.sessions, req.Session)
+		if len(w.sessions) == 0 {
+			w.stop()
+			delete(ws.w, uri)
+		}
+	}
+	return nil
+}
+
+// alive drops the sessions that have closed and reports whether any is
+// left; when none is, the watcher is removed.
+func (ws *watchers) alive(uri string, w *watcher) bool {
+	live := map[*sdk.ServerSession]bool{}
+	for ss := range ws.s.srv.Sessions() {
+		live[ss] = true
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for ss := range w.sessions {
+		if !live[ss] {
+			delete(w.sessions, ss)
+		}
+	}
+	if len(w.sessions) > 0 {
+		return true
+	}
+	if ws.w[uri] == w {
+		delete(ws.w, uri)
+	}
+	w.stop()
+	return false
+}
+
+// run notifies the subscribers of uri on each phase change of operation
+// id. Change signals come at once from the controller; the store is also
+// re-read every Recheck, so a change made by another process is seen too.
+func (ws *watchers) run(ctx context.Context, uri, id string, phase pollwarden.Phase, w *watcher) {
+	signal, unsub := ws.s.o.Changes.Subscribe(id)
+	defer unsub()
+	tick := time.NewTicker(ws.s.o.Recheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signal:
+		case <-tick.C:
+			if !ws.alive(uri, w) {
+				return
+			}
+		}
+		op, err := ws.s.o.Store.OperationGet(ctx, id)
+		if err != nil || op.Phase == phase {
+			continue
+		}
+		phase = op.Phase
+		_ = ws.s.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
+	}
+}
