@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -62,8 +61,6 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(errors.New("--tokens is required"))
 	case f.webhooks != "":
 		return usage(errors.New("--webhooks: webhooks are not available in this version"))
-	case strings.HasPrefix(f.store, "postgres://") || strings.HasPrefix(f.store, "postgresql://"):
-		return usage(errors.New("--store: the PostgreSQL store is not available in this version; use a file path"))
 	case f.concurrency < 1:
 		return usage(fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency))
 	}

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/postgres"
 	"github.com/pollwarden/pollwarden/sqlite"
 )
 
@@ -40,24 +44,62 @@ func (env Env) storePath(flag string) (string, error) {
 	return filepath.Join(dir, "pollwarden.db"), nil
 }
 
-// openStore opens the SQLite store at path without an audit key: records,
-// leases and the raw chain are readable, sealed payloads are not. A path
-// that cannot hold a store, or a file that is not one, is bad input (exit
-// 2) and the file is left untouched.
-func (env Env) openStore(ctx context.Context, flag string) (*sqlite.Store, error) {
+// store is what the commands need of a driver: the Store and the check
+// that an audit key fits it before anything is written.
+type store interface {
+	pollwarden.Store
+	CheckSealing(ctx context.Context) error
+}
+
+// openStore opens the store without an audit key: records, leases and the
+// raw chain are readable, sealed payloads are not. A path that cannot hold
+// a store, or a file that is not one, is bad input (exit 2) and the file is
+// left untouched.
+func (env Env) openStore(ctx context.Context, flag string) (store, error) {
 	return env.openWith(ctx, flag, nil)
 }
 
-func (env Env) openWith(ctx context.Context, flag string, sealer audit.Sealer) (*sqlite.Store, error) {
+// openWith opens a SQLite file, or PostgreSQL for a postgres:// URL (the
+// fleet store; objects in the "pollwarden" schema).
+func (env Env) openWith(ctx context.Context, flag string, sealer audit.Sealer) (store, error) {
 	path, err := env.storePath(flag)
 	if err != nil {
 		return nil, err
+	}
+	if isPostgresURL(path) {
+		url, schema, err := splitSchema(path)
+		if err != nil {
+			return nil, usage(err)
+		}
+		st, err := postgres.Open(ctx, url, postgres.Options{Sealer: sealer, Schema: schema})
+		if err != nil {
+			return nil, err // the database is unreachable or refused: not the user's syntax
+		}
+		return st, nil
 	}
 	st, err := sqlite.Open(ctx, path, sqlite.Options{Sealer: sealer})
 	if err != nil {
 		return nil, usage(err)
 	}
 	return st, nil
+}
+
+// splitSchema takes pollwarden's own "schema" query parameter out of a
+// PostgreSQL URL (the driver would send it to the server as a setting).
+func splitSchema(raw string) (rest, schema string, err error) {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("--store: not a PostgreSQL URL: %w", err)
+	}
+	q := u.Query()
+	schema = q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema, nil
+}
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // auditKeyHelp is the --audit-key flag's help text.
@@ -85,7 +127,7 @@ func (env Env) sealKey(flag string) (*audit.SealKey, error) {
 // With write set, a key that does not fit the store (missing for a sealed
 // store, another key, or a key for a store that keeps payloads plain) is
 // refused before anything is written: exit 2.
-func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write bool) (*sqlite.Store, audit.Sealer, error) {
+func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write bool) (store, audit.Sealer, error) {
 	var sealer audit.Sealer
 	k, err := env.sealKey(keyFlag)
 	if err != nil {
@@ -110,7 +152,7 @@ func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write boo
 // keyError marks a payload that cannot be read for want of the right key
 // as bad input (exit 2).
 func keyError(err error) error {
-	if errors.Is(err, audit.ErrNoKey) || errors.Is(err, audit.ErrWrongKey) || errors.Is(err, sqlite.ErrSealing) {
+	if errors.Is(err, audit.ErrNoKey) || errors.Is(err, audit.ErrWrongKey) || errors.Is(err, sqlite.ErrSealing) || errors.Is(err, postgres.ErrSealing) {
 		return usage(err)
 	}
 	return err

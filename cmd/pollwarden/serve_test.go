@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
@@ -29,6 +30,42 @@ import (
 // scheduler resumes it; a bad contract on SIGHUP keeps the old set; SIGTERM
 // stops it cleanly.
 func TestServeEndToEnd(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { serveEndToEnd(t, func(dir string) string { return filepath.Join(dir, "pw.db") }) })
+	t.Run("postgres", func(t *testing.T) { serveEndToEnd(t, func(string) string { return pgStore(t) }) })
+}
+
+// pgStore returns a PostgreSQL store URL with a fresh schema, dropped when
+// the test ends. Without POLLWARDEN_TEST_PG the test skips, or fails under
+// CI=true.
+func pgStore(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("POLLWARDEN_TEST_PG")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("POLLWARDEN_TEST_PG is not set; CI needs the PostgreSQL tests")
+		}
+		t.Skip("POLLWARDEN_TEST_PG is not set")
+	}
+	schema := fmt.Sprintf("pwserve_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Error(err)
+		}
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "schema=" + schema
+}
+
+func serveEndToEnd(t *testing.T, storeFor func(dir string) string) {
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -44,7 +81,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"),
+	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", storeFor(dir),
 		"--contracts", cdir, "--tokens", filepath.Join(dir, "tokens.yaml"))
 	defer p.cmd.Process.Kill()
 	base := listenAddr(t, p)
