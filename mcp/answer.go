@@ -1,0 +1,131 @@
+// Package mcp is pollwarden's Model Context Protocol door: five tools
+// (watch_job, get_job, wait_job, list_jobs, request_extension) over the
+// same controller the daemon uses. An agent hands a job over once and then
+// waits on it server-side; the scheduler, not the model, sends the status
+// requests. No tool grants authority (R20): none raises a limit, cancels or
+// resubmits, and no answer carries a credential, only its name (R27).
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+func (s *server) get(ctx context.Context, id string) (*pollwarden.Operation, error) {
+	if id == "" {
+		return nil, errors.New("operation_id is required: the one watch_job returned (list_jobs lists them)")
+	}
+	op, err := s.o.Store.OperationGet(ctx, id)
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		return nil, fmt.Errorf("no operation %s; register the job with watch_job first (list_jobs lists the known ones)", clip(id))
+	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	return op, nil
+}
+
+// answer is the record with guidance in words.
+func (s *server) answer(op *pollwarden.Operation) JobAnswer {
+	return JobAnswer{Outcome: pollwarden.OutcomeOf(op), Guidance: guidance(op, s.o.Now())}
+}
+
+func guidance(op *pollwarden.Operation, now time.Time) string {
+	switch op.Phase {
+	case pollwarden.PhaseWaiting:
+		next := op.NextPollAt.Sub(now).Round(time.Second)
+		when := "now"
+		if next > 0 {
+			when = "in " + next.String() + " (" + op.NextPollAt.UTC().Format(time.RFC3339) + ")"
+		}
+		return fmt.Sprintf("Still waiting (last state %s). The next status request is due %s, %s; %d of %d status requests used, deadline %s. Nothing changes before then: call wait_job again, it holds until the phase changes.",
+			orNone(op.LastState), when, because(op.NextPollSource), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
+	case pollwarden.PhaseSucceeded:
+		return "The job succeeded; its validated result is in result."
+	case pollwarden.PhaseFailed:
+		return "The provider reported that the job failed; its error is in provider_error. Do not resubmit on your own: tell the user."
+	case pollwarden.PhaseCancelled:
+		return "The job was cancelled."
+	case pollwarden.PhaseExpired:
+		return "The job expired at the provider."
+	case pollwarden.PhaseEscalated:
+		msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next", op.Reason)
+		if e := op.Escalation; e != nil {
+			var opts []string
+			for _, o := range e.Options {
+				opts = append(opts, o.Label)
+			}
+			msg += ": " + e.Message
+			if len(opts) > 0 {
+				msg += " Options for the approver: " + strings.Join(opts, "; ") + "."
+			}
+		}
+		return msg + " You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests."
+	}
+	return ""
+}
+
+func because(src pollwarden.DelaySource) string {
+	switch src {
+	case pollwarden.DelayRetryAfter:
+		return "as the provider asked (Retry-After)"
+	case pollwarden.DelayPollHint:
+		return "as the provider's poll hint suggests"
+	case pollwarden.DelayManualExtension:
+		return "after an approver's extension"
+	}
+	return "on the contract's backoff schedule"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none yet"
+	}
+	return s
+}
+
+func (s *server) names() string {
+	n := s.o.Contracts.Names()
+	if len(n) == 0 {
+		return "(none)"
+	}
+	return strings.Join(n, ", ")
+}
+
+// internal hides a store error's detail behind a stable message; store
+// errors never carry secrets, but they are not actionable for a model.
+func internal(err error) error {
+	return fmt.Errorf("internal error in pollwarden (%v); try again, and tell the user if it persists", err)
+}
+
+// parseDeadline accepts a positive duration from now or a future RFC 3339
+// time, as watch_job's deadline.
+func parseDeadline(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("deadline %s must be positive", clip(v))
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("deadline %s is neither a duration (40m) nor an RFC 3339 time", clip(v))
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("deadline %s is not in the future", clip(v))
+	}
+	return t, nil
+}
+
+func clip(s string) string {
+	const max = 80
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}

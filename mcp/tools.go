@@ -1,0 +1,242 @@
+// Package mcp is pollwarden's Model Context Protocol door: five tools
+// (watch_job, get_job, wait_job, list_jobs, request_extension) over the
+// same controller the daemon uses. An agent hands a job over once and then
+// waits on it server-side; the scheduler, not the model, sends the status
+// requests. No tool grants authority (R20): none raises a limit, cancels or
+// resubmits, and no answer carries a credential, only its name (R27).
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+var validID = regexp.MustCompile(`^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}$`)
+
+func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJobIn) (*sdk.CallToolResult, JobAnswer, error) {
+	if in.Contract == "" {
+		return nil, JobAnswer{}, fmt.Errorf("contract is required; loaded contracts: %s", s.names())
+	}
+	ex, ok := s.o.Contracts.Get(in.Contract)
+	if !ok {
+		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s", clip(in.Contract), s.names())
+	}
+	ct := ex.Contract()
+	now := s.o.Now()
+	p := policy.NewParams{ID: in.OperationID, ProviderJobID: in.JobID, StatusURL: in.StatusURL}
+	var problems []string
+	switch {
+	case (in.JobID == "") == (in.StatusURL == ""):
+		problems = append(problems, "give exactly one of job_id and status_url")
+	case in.JobID != "":
+		if _, err := contract.StatusURL(ct, in.JobID); err != nil {
+			problems = append(problems, fmt.Sprintf("job_id: %v", err))
+		}
+	default:
+		if err := contract.CheckHost(ct, in.StatusURL); err != nil {
+			problems = append(problems, fmt.Sprintf("status_url: %v", err))
+		}
+	}
+	if in.OperationID != "" && !validID.MatchString(in.OperationID) {
+		problems = append(problems, fmt.Sprintf("operation_id %s: use 1 to 128 letters, digits, '-', '_', '.' or '~', or omit it", clip(in.OperationID)))
+	}
+	if in.MaxStatusRequests != nil {
+		if *in.MaxStatusRequests < 1 {
+			problems = append(problems, fmt.Sprintf("max_status_requests must be at least 1, got %d", *in.MaxStatusRequests))
+		} else if *in.MaxStatusRequests > ct.Limits.MaxStatusRequests {
+			problems = append(problems, fmt.Sprintf("max_status_requests %d is above contract %s's %d; an agent may only lower it (omit it for the contract's budget); only a person can raise a limit, after the job escalates: call request_extension to ask",
+				*in.MaxStatusRequests, ct.Name, ct.Limits.MaxStatusRequests))
+		} else {
+			p.MaxStatusRequests = *in.MaxStatusRequests
+		}
+	}
+	if in.Deadline != "" {
+		dl, err := parseDeadline(in.Deadline, now)
+		switch {
+		case err != nil:
+			problems = append(problems, err.Error())
+		case dl.After(now.Add(ct.Limits.Deadline)):
+			problems = append(problems, fmt.Sprintf("deadline %s is later than contract %s's deadline of %s from now; an agent may only lower it (omit it for the contract's); only a person can raise a limit: call request_extension to ask",
+				clip(in.Deadline), ct.Name, ct.Limits.Deadline))
+		default:
+			p.Deadline = dl
+		}
+	}
+	if len(problems) > 0 {
+		return nil, JobAnswer{}, errors.New(strings.Join(problems, "; "))
+	}
+	if s.o.CredentialAvailable != nil {
+		if err := s.o.CredentialAvailable(ct); err != nil {
+			return nil, JobAnswer{}, fmt.Errorf("%v %s", err, s.o.CredentialHint)
+		}
+	}
+	if p.ID == "" {
+		cred := ""
+		if ct.Status.Credential != nil {
+			cred = ct.Status.Credential.Ref
+		}
+		p.ID = ct.Name + "-" + policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred)[:12]
+	}
+	op, created, err := s.o.Controller.Submit(ctx, ex, p)
+	if err != nil {
+		if errors.Is(err, pollwarden.ErrInvalid) {
+			return nil, JobAnswer{}, errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+		}
+		return nil, JobAnswer{}, internal(err)
+	}
+	a := s.answer(op)
+	if created {
+		a.Guidance = "Registered as " + op.ID + ". " + a.Guidance
+	} else {
+		a.Guidance = "Resumed the existing operation " + op.ID + " (counters kept). " + a.Guidance
+	}
+	return nil, a, nil
+}
+
+func (s *server) getJob(ctx context.Context, _ *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, JobAnswer, error) {
+	op, err := s.get(ctx, in.OperationID)
+	if err != nil {
+		return nil, JobAnswer{}, err
+	}
+	return nil, s.answer(op), nil
+}
+
+func (s *server) waitJob(ctx context.Context, req *sdk.CallToolRequest, in WaitJobIn) (*sdk.CallToolResult, JobAnswer, error) {
+	d := MaxWait
+	if in.MaxWaitSeconds != nil {
+		n := *in.MaxWaitSeconds
+		if n < 1 || n > int(MaxWait/time.Second) {
+			return nil, JobAnswer{}, fmt.Errorf("max_wait_seconds must be between 1 and %d, got %d; call wait_job again to wait longer", int(MaxWait/time.Second), n)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if _, err := s.get(ctx, in.OperationID); err != nil {
+		return nil, JobAnswer{}, err
+	}
+	if tok := progressToken(req); tok != nil {
+		stop := s.progress(ctx, req, tok, in.OperationID, d)
+		defer stop()
+	}
+	op, err := s.o.Changes.WaitPhase(ctx, s.o.Store, in.OperationID, d, s.o.Recheck)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, JobAnswer{}, errors.New("the wait was cancelled by the client; the job is still watched; call wait_job again")
+		}
+		return nil, JobAnswer{}, internal(err)
+	}
+	return nil, s.answer(op), nil
+}
+
+func progressToken(req *sdk.CallToolRequest) any {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	return req.Params.GetProgressToken()
+}
+
+// progress sends a notification every ProgressEvery until stopped, so a
+// client that resets its timeout on progress keeps the call open.
+func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any, id string, d time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.o.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			msg := "waiting for " + id
+			if op, err := s.o.Store.OperationGet(ctx, id); err == nil {
+				msg = fmt.Sprintf("%s: phase %s, %d of %d status requests used", id, op.Phase, op.StatusRequestsUsed, op.MaxStatusRequests)
+				if op.LastState != "" {
+					msg += ", last state " + op.LastState
+				}
+			}
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+				ProgressToken: tok, Message: msg,
+				Progress: time.Since(start).Seconds(), Total: d.Seconds(),
+			})
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJobsIn) (*sdk.CallToolResult, ListAnswer, error) {
+	var lp pollwarden.ListParams
+	if in.Phase != "" {
+		ph := pollwarden.Phase(in.Phase)
+		if !knownPhase(ph) {
+			return nil, ListAnswer{}, fmt.Errorf("unknown phase %s; use one of waiting, succeeded, failed, cancelled, expired, escalated, or omit it", clip(in.Phase))
+		}
+		lp.Phase = ph
+	}
+	lp.Limit = 100
+	list, err := s.o.Store.OperationList(ctx, lp)
+	if err != nil {
+		return nil, ListAnswer{}, internal(err)
+	}
+	a := ListAnswer{Operations: make([]pollwarden.Outcome, 0, len(list))}
+	for _, op := range list {
+		a.Operations = append(a.Operations, pollwarden.OutcomeOf(op))
+	}
+	return nil, a, nil
+}
+
+func knownPhase(p pollwarden.Phase) bool {
+	switch p {
+	case pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
+		return true
+	}
+	return false
+}
+
+func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, in RequestExtensionIn) (*sdk.CallToolResult, ExtensionAnswer, error) {
+	var problems []string
+	extra, err := time.ParseDuration(in.ExtraTime)
+	if err != nil || extra < 0 {
+		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", clip(in.ExtraTime)))
+	}
+	if in.ExtraStatusRequests < 0 {
+		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", in.ExtraStatusRequests))
+	}
+	if err == nil && extra == 0 && in.ExtraStatusRequests == 0 {
+		problems = append(problems, "ask for some extra_time or some extra_status_requests")
+	}
+	if strings.TrimSpace(in.Justification) == "" {
+		problems = append(problems, "justification is required: say why, for the person who decides")
+	}
+	if len(problems) > 0 {
+		return nil, ExtensionAnswer{}, errors.New(strings.Join(problems, "; "))
+	}
+	if _, err := s.get(ctx, in.OperationID); err != nil {
+		return nil, ExtensionAnswer{}, err
+	}
+	op, err := s.o.Controller.RequestExtension(ctx, in.OperationID, Actor,
+		controller.ExtensionRequest{ExtraTime: extra, ExtraStatusRequests: in.ExtraStatusRequests, Justification: in.Justification})
+	if err != nil {
+		return nil, ExtensionAnswer{}, internal(err)
+	}
+	return nil, ExtensionAnswer{
+		OperationID: op.ID, Granted: false, ExtraTime: extra.String(), ExtraStatusRequests: in.ExtraStatusRequests,
+		DeadlineAt: op.DeadlineAt, MaxStatusRequests: op.MaxStatusRequests,
+		Message: fmt.Sprintf("Recorded your request in the audit log of %s. Nothing was granted: the deadline (%s) and the budget (%d of %d status requests used) are unchanged. Only an approver can extend it (pollwarden decide %s extend, once it has escalated). Tell the user you asked and why.",
+			op.ID, op.DeadlineAt.UTC().Format(time.RFC3339), op.StatusRequestsUsed, op.MaxStatusRequests, op.ID),
+	}, nil
+}

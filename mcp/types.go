@@ -1,0 +1,89 @@
+// Package mcp is pollwarden's Model Context Protocol door: five tools
+// (watch_job, get_job, wait_job, list_jobs, request_extension) over the
+// same controller the daemon uses. An agent hands a job over once and then
+// waits on it server-side; the scheduler, not the model, sends the status
+// requests. No tool grants authority (R20): none raises a limit, cancels or
+// resubmits, and no answer carries a credential, only its name (R27).
+package mcp
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// WatchJobIn is watch_job's input.
+type WatchJobIn struct {
+	Contract          string `json:"contract" jsonschema:"name of a loaded contract (see this tool's description)"`
+	JobID             string `json:"job_id,omitempty" jsonschema:"the provider's job id; give this or status_url"`
+	StatusURL         string `json:"status_url,omitempty" jsonschema:"the job's status URL as the provider returned it; its host must be allowed by the contract; give this or job_id"`
+	OperationID       string `json:"operation_id,omitempty" jsonschema:"your id for this wait; omit it to get one derived from the contract and job, so a repeated call resumes"`
+	Deadline          string `json:"deadline,omitempty" jsonschema:"a duration from now (40m) or an RFC 3339 time; may only lower the contract's deadline"`
+	MaxStatusRequests *int   `json:"max_status_requests,omitempty" jsonschema:"at least 1; may only lower the contract's budget"`
+}
+
+// OperationIn names one operation.
+type OperationIn struct {
+	OperationID string `json:"operation_id" jsonschema:"the operation_id returned by watch_job"`
+}
+
+// WaitJobIn is wait_job's input.
+type WaitJobIn struct {
+	OperationID    string `json:"operation_id" jsonschema:"the operation_id returned by watch_job"`
+	MaxWaitSeconds *int   `json:"max_wait_seconds,omitempty" jsonschema:"how long to hold, 1 to 50 (default 50)"`
+}
+
+// ListJobsIn is list_jobs' input.
+type ListJobsIn struct {
+	Phase string `json:"phase,omitempty" jsonschema:"only operations in this phase: waiting, succeeded, failed, cancelled, expired or escalated"`
+}
+
+// RequestExtensionIn is request_extension's input.
+type RequestExtensionIn struct {
+	OperationID         string `json:"operation_id" jsonschema:"the operation_id returned by watch_job"`
+	ExtraTime           string `json:"extra_time" jsonschema:"more time asked for, as a duration (15m); 0s for none"`
+	ExtraStatusRequests int    `json:"extra_status_requests" jsonschema:"more status requests asked for; 0 for none"`
+	Justification       string `json:"justification" jsonschema:"why, for the person who decides"`
+}
+
+// Answers.
+
+// JobAnswer is the operation record with the outcome field names, and
+// guidance on what to do next, as one flat JSON object.
+type JobAnswer struct {
+	Outcome pollwarden.Outcome
+	// Guidance says, in words, what the phase means for the caller.
+	Guidance string
+}
+
+// MarshalJSON flattens the answer: the outcome's fields and "guidance".
+func (a JobAnswer) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(a.Outcome)
+	if err != nil {
+		return nil, err
+	}
+	g, err := json.Marshal(a.Guidance)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"guidance":`...)
+	return append(append(b, g...), '}'), nil
+}
+
+// ListAnswer is list_jobs' answer.
+type ListAnswer struct {
+	Operations []pollwarden.Outcome `json:"operations"`
+}
+
+// ExtensionAnswer is request_extension's answer.
+type ExtensionAnswer struct {
+	OperationID         string `json:"operation_id"`
+	Granted             bool   `json:"granted" jsonschema:"always false: an agent's request grants nothing"`
+	ExtraTime           string `json:"extra_time"`
+	ExtraStatusRequests int    `json:"extra_status_requests"`
+	// The limits as they stand, unchanged by the request.
+	DeadlineAt        time.Time `json:"deadline_at"`
+	MaxStatusRequests int       `json:"max_status_requests"`
+	Message           string    `json:"message"`
+}
