@@ -35,6 +35,24 @@ type Options struct {
 	// with the record as saved, so a door can wake long-polls and a
 	// scheduler can look again. It must not block.
 	OnChange func(op *pollwarden.Operation)
+	// Observer, when set, is told what was saved and how steps went, for
+	// metrics. Its methods must not block.
+	Observer Observer
+}
+
+// Observer sees the controller's facts as they happen; package metrics
+// turns them into Prometheus series, so this package imports none.
+type Observer interface {
+	// Saved is called after every saved change with the record as saved
+	// and the audit events appended with it: the response codes, delay
+	// sources, escalation reasons and outcomes are read from these.
+	Saved(op *pollwarden.Operation, events []pollwarden.Event)
+	// StepDone is called after a Step that sent a status request, with
+	// how long the whole step took (lease, request, persistence).
+	StepDone(op *pollwarden.Operation, took time.Duration)
+	// LeaseConflict is called when a Step finds the operation's lease
+	// held by another owner.
+	LeaseConflict(opID string)
 }
 
 // Controller drives operations. It is safe for concurrent use on distinct
@@ -48,6 +66,7 @@ type Controller struct {
 	owner      string
 	leaseRetry time.Duration
 	onChange   func(*pollwarden.Operation)
+	observer   Observer
 }
 
 // New checks opts and returns a Controller.
@@ -63,7 +82,7 @@ func New(opts Options) *Controller {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
-		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange}
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer}
 }
 
 // Store returns the controller's store, for doors that only read.
@@ -88,7 +107,7 @@ func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p polic
 			return c.Submit(ctx, ex, p) // another process created it first: resume that one
 		}
 		if err == nil {
-			c.changed(fresh)
+			c.changed(fresh, events)
 		}
 		return fresh, err == nil, err
 	case err != nil:
@@ -117,7 +136,10 @@ func jobOf(op *pollwarden.Operation) string {
 	return op.StatusURL
 }
 
-func (c *Controller) changed(op *pollwarden.Operation) {
+func (c *Controller) changed(op *pollwarden.Operation, events []pollwarden.Event) {
+	if c.observer != nil {
+		c.observer.Saved(op.Clone(), events)
+	}
 	if c.onChange != nil {
 		c.onChange(op.Clone())
 	}

@@ -25,6 +25,18 @@ type StepResult struct {
 // checks, lease, reload and re-check, reserve and persist, one request,
 // persist the decision, release (R11, R22). It sends at most one request.
 func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string) (StepResult, error) {
+	if c.observer == nil {
+		return c.step(ctx, ex, id)
+	}
+	start := c.clock.Now()
+	res, err := c.step(ctx, ex, id)
+	if res.Sent {
+		c.observer.StepDone(res.Op.Clone(), c.clock.Now().Sub(start))
+	}
+	return res, err
+}
+
+func (c *Controller) step(ctx context.Context, ex *contract.Extractor, id string) (StepResult, error) {
 	ct := ex.Contract()
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
@@ -39,6 +51,9 @@ func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string
 	}
 	lease, err := c.store.LeaseAcquire(ctx, pollwarden.LeaseParams{OperationID: id, Owner: c.owner, Now: now, TTL: leaseTTL(ct)})
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
+		if c.observer != nil {
+			c.observer.LeaseConflict(id)
+		}
 		return StepResult{Op: op, Until: now.Add(c.leaseRetry)}, nil
 	}
 	if err != nil {
@@ -129,7 +144,7 @@ func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now 
 func (c *Controller) save(ctx context.Context, op *pollwarden.Operation, lease *pollwarden.Lease, events []pollwarden.Event, now time.Time) error {
 	err := c.store.OperationSave(context.WithoutCancel(ctx), pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
 	if err == nil {
-		c.changed(op)
+		c.changed(op, events)
 	}
 	return err
 }

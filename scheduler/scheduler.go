@@ -87,8 +87,19 @@ type Options struct {
 	// "Scheduler"); its burst is a tenth of a second's worth. Default
 	// DefaultCatchUpPerSlot × Concurrency; negative turns pacing off.
 	CatchUpRate float64
-	// Logger defaults to discarding.
+	// Logger defaults to discarding. Each step is logged at debug level,
+	// a failed step at error level.
 	Logger *slog.Logger
+	// Observer, when set, is told how late each step started, for
+	// metrics. Its methods must not block.
+	Observer Observer
+}
+
+// Observer sees the scheduler's timing; package metrics implements it.
+type Observer interface {
+	// Lateness is called as the scheduler starts a step of a due
+	// operation: how long after its next_poll_at the step started.
+	Lateness(d time.Duration)
 }
 
 // Scheduler steps due operations until its Run's context ends. Wake,
@@ -99,6 +110,7 @@ type Scheduler struct {
 	contracts    Contracts
 	clock        controller.Clock
 	log          *slog.Logger
+	observer     Observer
 	concurrency  int
 	poll         time.Duration
 	batch        int
@@ -161,7 +173,7 @@ func New(opts Options) *Scheduler {
 	}
 	s := &Scheduler{
 		ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, clock: opts.Clock,
-		log: opts.Logger, concurrency: opts.Concurrency, poll: opts.Poll, batch: opts.Batch,
+		log: opts.Logger, observer: opts.Observer, concurrency: opts.Concurrency, poll: opts.Poll, batch: opts.Batch,
 		catchUpRate: opts.CatchUpRate,
 		poke:        make(chan struct{}, 1),
 		inflight:    map[string]struct{}{},
@@ -309,8 +321,18 @@ func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bo
 
 // step runs one controller step and records what it asks for next.
 func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) {
+	start := s.clock.Now()
+	if s.observer != nil && !op.NextPollAt.IsZero() {
+		// Wall-clock difference, like the due times themselves.
+		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
+	}
 	res, err := s.ctl.Step(ctx, ex, op.ID)
 	now := s.clock.Now()
+	if err == nil && res.Op != nil {
+		s.log.Debug("step", "operation", op.ID, "contract", op.Contract, "phase", res.Op.Phase,
+			"sent", res.Sent, "status_requests_used", res.Op.StatusRequestsUsed, "next", res.Until,
+			"took", now.Sub(start).Round(time.Millisecond))
+	}
 	var h *hold
 	switch {
 	case err != nil:
@@ -346,6 +368,6 @@ func (s *Scheduler) logStepError(ctx context.Context, op *pollwarden.Operation, 
 	case errors.Is(err, pollwarden.ErrLeaseLost), errors.Is(err, pollwarden.ErrConflict):
 		s.log.Debug("another owner moved the operation on", "operation", op.ID, "error", err)
 	default:
-		s.log.Warn("step failed; retrying later", "operation", op.ID, "contract", op.Contract, "error", err)
+		s.log.Error("step failed; retrying later", "operation", op.ID, "contract", op.Contract, "error", err)
 	}
 }
