@@ -340,3 +340,35 @@ func TestOnChangeSeesEverySavedChange(t *testing.T) {
 		t.Fatalf("changes seen: %v", phases)
 	}
 }
+
+// slowReserveStore makes the reservation's write take time on the clock,
+// as a write queued behind other replicas does.
+type slowReserveStore struct {
+	pollwarden.Store
+	clock *fakeClock
+	delay time.Duration
+}
+
+func (s *slowReserveStore) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
+	for _, e := range p.Events {
+		if e.Kind == pollwarden.EventRequestSent {
+			s.clock.Advance(s.delay)
+		}
+	}
+	return s.Store.OperationSave(ctx, p)
+}
+
+func TestR11_NoRequestWhenTheDeadlinePassesDuringTheReservation(t *testing.T) {
+	r := newRig(t, "")
+	r.srv.Script("j1", fp.State("running", nil))
+	r.submit("op1", "j1", policy.NewParams{Deadline: r.clock.Now().Add(time.Second)})
+	ctl := r.controller("slow")
+	ctl.store = &slowReserveStore{Store: r.store, clock: r.clock, delay: 2 * time.Second}
+	res, err := ctl.Step(context.Background(), r.ex, "op1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent || r.srv.Count("j1") != 0 || res.Op.Reason != pollwarden.ReasonDeadlineExceeded || res.Op.StatusRequestsUsed != 1 {
+		t.Fatalf("sent %v, provider saw %d, reason %s, used %d", res.Sent, r.srv.Count("j1"), res.Op.Reason, res.Op.StatusRequestsUsed)
+	}
+}

@@ -79,6 +79,10 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, lease *p
 	if err := c.save(ctx, reserved, lease, events, now); err != nil {
 		return StepResult{}, err
 	}
+	now = c.clock.Now()
+	if g := policy.StillInTime(reserved, ct, now); g.Verdict != policy.Send {
+		return StepResult{Op: g.Op}, c.save(ctx, g.Op, lease, g.Events, now)
+	}
 	url, err := statusURL(ct, reserved)
 	if err != nil {
 		return c.failUnsent(ctx, reserved, ct, lease, err.Error())

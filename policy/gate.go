@@ -59,6 +59,19 @@ func stop(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason,
 	return GateResult{Verdict: Stop, Op: next, Events: evs}
 }
 
+// StillInTime re-checks the deadline of a reserved record just before the
+// request leaves (R11, R18): the reservation's write may have waited behind
+// other writers. Past the deadline the result is Stop with the record
+// escalated deadline_exceeded, the reservation still counted and nothing
+// sent; otherwise Send.
+func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateResult {
+	if now.Before(reserved.DeadlineAt) {
+		return GateResult{Verdict: Send, Op: reserved}
+	}
+	return stop(reserved, c, pollwarden.ReasonDeadlineExceeded,
+		"the deadline arrived while the request was being reserved; nothing was sent", now)
+}
+
 // Reserve counts the request before it is sent (R11): the returned record
 // has one more status request used (and one fewer approved call for an
 // unsafe method) and must be persisted before sending, so a crash leaves

@@ -114,3 +114,17 @@ func TestR16_UnsafeStatusMethodNeedsApprovalPerCall(t *testing.T) {
 		t.Fatalf("second call without a new approval: verdict %d, want Stop", g.Verdict)
 	}
 }
+
+func TestR11_DeadlineRecheckedAfterTheReservation(t *testing.T) {
+	c := testContract()
+	op := newOp(t, c)
+	reserved, _ := Reserve(op, c, t0.Add(40*time.Minute-time.Millisecond))
+	if g := StillInTime(reserved, c, t0.Add(40*time.Minute-time.Microsecond)); g.Verdict != Send {
+		t.Fatalf("before the deadline: verdict %d, want Send", g.Verdict)
+	}
+	g := StillInTime(reserved, c, t0.Add(40*time.Minute))
+	if g.Verdict != Stop || g.Op.Reason != pollwarden.ReasonDeadlineExceeded || g.Op.StatusRequestsUsed != 1 {
+		t.Fatalf("at the deadline: verdict %d reason %s used %d; want Stop deadline_exceeded with the reservation kept",
+			g.Verdict, g.Op.Reason, g.Op.StatusRequestsUsed)
+	}
+}

@@ -104,8 +104,13 @@ func TestRateCeiling(t *testing.T) {
 	if len(ts) != 160 {
 		t.Fatalf("slow contract: %d requests, want 160", len(ts))
 	}
-	if n := maxInWindow(ts, time.Second); n > 50+1 {
-		t.Errorf("slow contract: %d requests in one second, ceiling 50 (+1 burst)", n)
+	// The bucket releases at most 1 + 50/s; the provider logs arrivals, and a
+	// loaded machine can hold a few released requests back and deliver them
+	// together, so the count allows that much transit slack (an unthrottled
+	// contract sends hundreds a second here).
+	const transitSlack = 4
+	if n := maxInWindow(ts, time.Second); n > 50+1+transitSlack {
+		t.Errorf("slow contract: %d requests in one second, ceiling 50 (+1 burst, +%d transit slack)", n, transitSlack)
 	} else {
 		t.Logf("slow contract: at most %d requests in any second (ceiling 50, burst 1)", n)
 	}

@@ -23,10 +23,13 @@ import (
 // registers; PW_FLEET_OPS overrides it.
 const fleetOps = 2000
 
-// transitAllowance is how long after the daemon sends a request the fake
-// provider may record it (loopback and the handler's scheduling): a request
-// recorded later than the deadline plus this was sent after the deadline.
-const transitAllowance = 2 * time.Millisecond
+// transitAllowance is how long after the daemon's last deadline check a
+// request may reach the fake provider's log: building the request, loopback
+// and the handler's scheduling on a loaded 2-core machine under -race. A
+// request recorded later than the deadline plus this left after the
+// deadline. (Before the re-check after the reservation, requests arrived
+// 23–141 ms late here.)
+const transitAllowance = 20 * time.Millisecond
 
 // fleet is three `pollwarden serve` processes on one store; a replica that
 // is killed is restarted with the same arguments on a new port.
@@ -322,14 +325,6 @@ limits: {deadline: 60s, max_status_requests: 8, max_transport_failures: 3, max_r
 			return
 		}
 		msg := fmt.Sprintf("%d requests arrived at or after their operation's deadline:\n%s", len(late), strings.Join(late, "\n"))
-		if os.Getenv("PW_FLEET_STRICT_DEADLINE") != "1" {
-			// KNOWN BUG (controller, not this package's to fix): Step checks
-			// the deadline (policy.Gate) before the reservation is saved and
-			// sends without checking again, so a request whose reservation
-			// commit waits behind other writers (the fleet-wide chain head)
-			// goes out after the deadline. PW_FLEET_STRICT_DEADLINE=1 fails.
-			t.Skip("KNOWN BUG: " + msg)
-		}
 		t.Error(msg)
 	})
 
