@@ -64,13 +64,14 @@ type identity struct {
 func readIdentity(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }) (identity, error) {
+	// One statement, so both facts come from one snapshot: read apart, a
+	// migration committed by another process in between would show a file
+	// with tables but no application id, which looks foreign.
 	var id identity
-	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id.appID); err != nil {
-		return id, fmt.Errorf("read application_id: %w", err)
-	}
-	err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").Scan(&id.objects)
+	err := q.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id()),
+		(SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\')`).Scan(&id.appID, &id.objects)
 	if err != nil {
-		return id, fmt.Errorf("read schema: %w", err)
+		return id, fmt.Errorf("read application_id and schema: %w", err)
 	}
 	return id, nil
 }
