@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/storerow"
 )
 
 // leaseState is the lease as stored beside an operation. A lease is held
@@ -19,53 +20,16 @@ type leaseState struct {
 	expires *string
 }
 
-func (ls leaseState) ownerName() string {
-	if ls.owner == nil {
-		return ""
+// stored is the driver-neutral form that holds the fencing rules.
+func (ls leaseState) stored() storerow.Lease {
+	l := storerow.Lease{Epoch: ls.epoch}
+	if ls.owner != nil {
+		l.Owner = *ls.owner
 	}
-	return *ls.owner
-}
-
-func (ls leaseState) expiry() string {
-	if ls.expires == nil {
-		return ""
+	if ls.expires != nil {
+		l.Expires = *ls.expires
 	}
-	return *ls.expires
-}
-
-func (ls leaseState) heldAt(now time.Time) (bool, error) {
-	if ls.owner == nil || ls.expires == nil {
-		return false, nil
-	}
-	exp, err := parseTime(*ls.expires)
-	if err != nil {
-		return false, err
-	}
-	return now.Before(exp), nil
-}
-
-// checkWriter applies R22's fencing to a save: with a lease it must be the
-// current, unexpired one; without one, nobody else may hold the lease.
-func (ls leaseState) checkWriter(opID string, l *pollwarden.Lease, now time.Time) error {
-	held, err := ls.heldAt(now)
-	if err != nil {
-		return err
-	}
-	if l == nil {
-		if held {
-			return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.ownerName(), ls.epoch, ls.expiry())
-		}
-		return nil
-	}
-	switch {
-	case l.OperationID != "" && l.OperationID != opID:
-		return fmt.Errorf("%w: the lease is for operation %q", pollwarden.ErrLeaseLost, l.OperationID)
-	case !held && ls.owner != nil && *ls.owner == l.Owner && ls.epoch == l.Epoch:
-		return fmt.Errorf("%w: epoch %d expired at %s", pollwarden.ErrLeaseLost, l.Epoch, ls.expiry())
-	case !held || ls.ownerName() != l.Owner || ls.epoch != l.Epoch:
-		return fmt.Errorf("%w: yours is epoch %d, current is epoch %d", pollwarden.ErrLeaseLost, l.Epoch, ls.epoch)
-	}
-	return nil
+	return l
 }
 
 // LeaseAcquire takes the operation's lease when it is free or expired at
@@ -76,7 +40,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 			p.OperationID, pollwarden.ErrInvalid)
 	}
 	if !p.Now.IsZero() {
-		if err := checkTime("lease expiry", p.Now.Add(p.TTL)); err != nil {
+		if err := storerow.CheckTime("lease expiry", p.Now.Add(p.TTL)); err != nil {
 			return nil, fmt.Errorf("postgres: acquire lease on %q: %w: %v", p.OperationID, pollwarden.ErrInvalid, err)
 		}
 	}
@@ -97,20 +61,20 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 			return err
 		}
 		exp = now.Add(p.TTL)
-		if err := checkTime("lease expiry", exp); err != nil {
+		if err := storerow.CheckTime("lease expiry", exp); err != nil {
 			return fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err)
 		}
-		held, err := ls.heldAt(now)
+		held, err := ls.stored().HeldAt(now)
 		if err != nil {
 			return err
 		}
 		if held {
-			return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.ownerName(), ls.epoch, ls.expiry())
+			return ls.stored().HeldError()
 		}
 		epoch = ls.epoch + 1
 		_, err = tx.Exec(ctx,
 			"UPDATE operations SET lease_owner = $1, lease_epoch = $2, lease_expires_at = $3 WHERE id = $4",
-			p.Owner, epoch, formatTime(exp), p.OperationID)
+			p.Owner, epoch, storerow.FormatTime(exp), p.OperationID)
 		return err
 	})
 	if err != nil {

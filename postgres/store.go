@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/storerow"
 )
 
 var _ pollwarden.Store = (*Store)(nil)
@@ -56,8 +57,8 @@ func recordArgs(op *pollwarden.Operation) ([]any, error) {
 	}
 	return []any{
 		op.Contract, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Fingerprint,
-		string(op.Phase), string(op.Reason), formatTime(op.StartedAt), formatTime(op.DeadlineAt),
-		formatTime(op.NextPollAt), formatTimePtr(op.FinishedAt),
+		string(op.Phase), string(op.Reason), storerow.FormatTime(op.StartedAt), storerow.FormatTime(op.DeadlineAt),
+		storerow.FormatTime(op.NextPollAt), storerow.FormatTimePtr(op.FinishedAt),
 		op.StatusRequestsUsed, op.MaxStatusRequests, op.TransportFailuresUsed,
 		op.MaxTransportFailures, op.RateLimitedUsed, op.MaxRateLimited,
 		op.CompletedPolls, op.Version, string(rec),
@@ -102,7 +103,7 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 		return fmt.Errorf("postgres: create operation %q: %w", op.ID, err)
 	}
 	op.Version = 1
-	publishEvents(events, evs)
+	storerow.PublishEvents(events, evs)
 	return nil
 }
 
@@ -155,7 +156,7 @@ func listSQL(p pollwarden.ListParams) (string, []any) {
 	}
 	due := !p.DueBefore.IsZero()
 	if due {
-		where = append(where, "phase = 'waiting'", "next_poll_at <= "+arg(formatTime(clampYear(p.DueBefore))))
+		where = append(where, "phase = 'waiting'", "next_poll_at <= "+arg(storerow.FormatTime(storerow.ClampYear(p.DueBefore))))
 	}
 	if p.Phase != "" {
 		where = append(where, "phase = "+arg(string(p.Phase)))
@@ -225,7 +226,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		if err != nil {
 			return err
 		}
-		if err := ls.checkWriter(op.ID, p.Lease, now); err != nil {
+		if err := ls.stored().CheckWriter(op.ID, p.Lease, now); err != nil {
 			return err
 		}
 		if version != op.Version {
@@ -240,7 +241,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		return fmt.Errorf("postgres: save operation %q: %w", op.ID, err)
 	}
 	op.Version = rec.Version
-	publishEvents(p.Events, evs)
+	storerow.PublishEvents(p.Events, evs)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/storerow"
 )
 
 // defaultScanLimit is EventScan's page size when the caller gives none.
@@ -25,7 +26,7 @@ func (s *Store) prepareEvents(opID string, events []pollwarden.Event) ([]pollwar
 		if e.OperationID != opID {
 			return nil, fmt.Errorf("%w: event %d names operation %q", pollwarden.ErrInvalid, i, e.OperationID)
 		}
-		if err := checkTime("event time", e.At); err != nil {
+		if err := storerow.CheckTime("event time", e.At); err != nil {
 			return nil, fmt.Errorf("%w: event %d: %v", pollwarden.ErrInvalid, i, err)
 		}
 		p, err := audit.SealPayload(s.sealer, e)
@@ -77,7 +78,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, opID string, cs ch
 		e.Pos, e.Seq, e.PrevHash = cs.pos, cs.seq, cs.hash
 		e.Hash = audit.Hash(*e)
 		cs.hash = e.Hash
-		if _, err := insert.ExecContext(ctx, e.Pos, opID, e.Seq, formatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash); err != nil {
+		if _, err := insert.ExecContext(ctx, e.Pos, opID, e.Seq, storerow.FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash); err != nil {
 			return fmt.Errorf("append event %d: %w", e.Seq, err)
 		}
 	}
@@ -134,7 +135,7 @@ func (s *Store) checkSealMode(ctx context.Context, tx *sql.Tx) error {
 		if !found {
 			// The first append decides. Not cached: the transaction may
 			// still roll back.
-			_, err := tx.ExecContext(ctx, "INSERT INTO audit_settings (id, seal_key_id) VALUES (1, ?)", s.keyID())
+			_, err := tx.ExecContext(ctx, "INSERT INTO audit_settings (id, seal_key_id) VALUES (1, ?)", storerow.KeyID(s.sealer))
 			if err != nil {
 				return fmt.Errorf("record audit sealing: %w", err)
 			}
@@ -145,7 +146,7 @@ func (s *Store) checkSealMode(ctx context.Context, tx *sql.Tx) error {
 		s.mode, s.modeKnown = stored, true // fixed once written (triggers)
 		s.modeMu.Unlock()
 	}
-	return s.sealMismatch(mode)
+	return storerow.SealMismatch(mode, storerow.KeyID(s.sealer))
 }
 
 func readSealMode(ctx context.Context, q interface {
@@ -161,33 +162,6 @@ func readSealMode(ctx context.Context, q interface {
 	return keyID, true, nil
 }
 
-func (s *Store) keyID() string {
-	if s.sealer == nil {
-		return ""
-	}
-	return s.sealer.KeyID()
-}
-
-// sealMismatch explains why this store's key cannot append to a store
-// sealed with mode ("" = plain); nil when it can.
-func (s *Store) sealMismatch(mode string) error {
-	switch mine := s.keyID(); {
-	case mode == mine:
-		return nil
-	case mode == "":
-		return fmt.Errorf("%w: this store keeps event payloads plain and cannot start sealing them; use a new store for sealed payloads, or give no audit key", ErrSealing)
-	case mine == "":
-		return fmt.Errorf("%w: %w (this store seals them with key %s); nothing was written", ErrSealing, audit.ErrNoKey, mode)
-	default:
-		return fmt.Errorf("%w: %w: the store seals with key %s, the given key is %s; nothing was written", ErrSealing, audit.ErrWrongKey, mode, mine)
-	}
-}
-
-// ErrSealing: the store's sealing and the key given to Open disagree, so
-// events cannot be appended (see CheckSealing). Such errors also wrap
-// audit.ErrNoKey or audit.ErrWrongKey when they apply.
-var ErrSealing = errors.New("audit key does not fit the store")
-
 // CheckSealing reports, without writing, whether this Store can append
 // events: nil for a store with no events yet, or one sealed with the key
 // given to Open (plain when none was given); else an ErrSealing error
@@ -201,7 +175,7 @@ func (s *Store) CheckSealing(ctx context.Context) error {
 	if !found {
 		return nil
 	}
-	if err := s.sealMismatch(mode); err != nil {
+	if err := storerow.SealMismatch(mode, storerow.KeyID(s.sealer)); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	return nil
@@ -217,19 +191,6 @@ func (s *Store) SealKeyID(ctx context.Context) (keyID string, sealed bool, err e
 	return mode, mode != "", nil
 }
 
-// publishEvents hands the stored numbering back to the caller's slice once
-// the transaction has committed.
-func publishEvents(dst []pollwarden.Event, evs []pollwarden.Event) {
-	for i := range evs {
-		dst[i].Pos = evs[i].Pos
-		dst[i].OperationID = evs[i].OperationID
-		dst[i].Seq = evs[i].Seq
-		dst[i].PrevHash = evs[i].PrevHash
-		dst[i].Hash = evs[i].Hash
-		dst[i].Payload = evs[i].Payload
-	}
-}
-
 const eventCols = "pos, operation_id, seq, at, kind, payload, prev_hash, hash"
 
 func scanEvent(rows *sql.Rows) (pollwarden.Event, error) {
@@ -239,7 +200,7 @@ func scanEvent(rows *sql.Rows) (pollwarden.Event, error) {
 		return e, err
 	}
 	var err error
-	if e.At, err = parseTime(at); err != nil {
+	if e.At, err = storerow.ParseTime(at); err != nil {
 		return e, fmt.Errorf("pos %d: %w", e.Pos, err)
 	}
 	e.Kind = pollwarden.EventKind(kind)
@@ -320,3 +281,8 @@ func (s *Store) AuditHead(ctx context.Context) (int64, string, error) {
 	}
 	return pos, hash, nil
 }
+
+// ErrSealing: the store's sealing and the key given to Open disagree, so
+// events cannot be appended (see CheckSealing). It is the same value in
+// every driver; such errors also wrap audit.ErrNoKey or audit.ErrWrongKey.
+var ErrSealing = storerow.ErrSealing

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/storerow"
 )
 
 // leaseState is the lease as stored beside an operation. A lease is held
@@ -19,39 +19,9 @@ type leaseState struct {
 	expires sql.NullString
 }
 
-func (ls leaseState) heldAt(now time.Time) (bool, error) {
-	if !ls.owner.Valid || !ls.expires.Valid {
-		return false, nil
-	}
-	exp, err := parseTime(ls.expires.String)
-	if err != nil {
-		return false, err
-	}
-	return now.Before(exp), nil
-}
-
-// checkWriter applies R22's fencing to a save: with a lease it must be the
-// current, unexpired one; without one, nobody else may hold the lease.
-func (ls leaseState) checkWriter(opID string, l *pollwarden.Lease, now time.Time) error {
-	held, err := ls.heldAt(now)
-	if err != nil {
-		return err
-	}
-	if l == nil {
-		if held {
-			return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.owner.String, ls.epoch, ls.expires.String)
-		}
-		return nil
-	}
-	switch {
-	case l.OperationID != "" && l.OperationID != opID:
-		return fmt.Errorf("%w: the lease is for operation %q", pollwarden.ErrLeaseLost, l.OperationID)
-	case !held && ls.owner.Valid && ls.owner.String == l.Owner && ls.epoch == l.Epoch:
-		return fmt.Errorf("%w: epoch %d expired at %s", pollwarden.ErrLeaseLost, l.Epoch, ls.expires.String)
-	case !held || ls.owner.String != l.Owner || ls.epoch != l.Epoch:
-		return fmt.Errorf("%w: yours is epoch %d, current is epoch %d", pollwarden.ErrLeaseLost, l.Epoch, ls.epoch)
-	}
-	return nil
+// stored is the driver-neutral form that holds the fencing rules.
+func (ls leaseState) stored() storerow.Lease {
+	return storerow.Lease{Owner: ls.owner.String, Epoch: ls.epoch, Expires: ls.expires.String}
 }
 
 // LeaseAcquire takes the operation's lease when it is free or expired at
@@ -63,7 +33,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 	}
 	now := nowOr(p.Now)
 	exp := now.Add(p.TTL)
-	if err := checkTime("lease expiry", exp); err != nil {
+	if err := storerow.CheckTime("lease expiry", exp); err != nil {
 		return nil, fmt.Errorf("sqlite: acquire lease on %q: %w: %v", p.OperationID, pollwarden.ErrInvalid, err)
 	}
 	var epoch int64
@@ -77,17 +47,17 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 		if err != nil {
 			return err
 		}
-		held, err := ls.heldAt(now)
+		held, err := ls.stored().HeldAt(now)
 		if err != nil {
 			return err
 		}
 		if held {
-			return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.owner.String, ls.epoch, ls.expires.String)
+			return ls.stored().HeldError()
 		}
 		epoch = ls.epoch + 1
 		_, err = tx.ExecContext(ctx,
 			"UPDATE operations SET lease_owner = ?, lease_epoch = ?, lease_expires_at = ? WHERE id = ?",
-			p.Owner, epoch, formatTime(exp), p.OperationID)
+			p.Owner, epoch, storerow.FormatTime(exp), p.OperationID)
 		return err
 	})
 	if err != nil {

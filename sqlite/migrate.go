@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pollwarden/pollwarden/internal/storerow"
 )
 
 // migrationFiles are the numbered schema steps, NNN_name.sql, applied in
@@ -158,7 +160,7 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
 			}
 			_, err := tx.ExecContext(ctx, "INSERT INTO pollwarden_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.version, m.name, formatTime(time.Now()))
+				m.version, m.name, storerow.FormatTime(time.Now()))
 			if err != nil {
 				return fmt.Errorf("record migration %s: %w", m.name, err)
 			}

@@ -1,0 +1,59 @@
+package storerow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// Lease is the lease as stored beside an operation. A lease is held while
+// now is strictly before its expiry: at the expiry instant it is already
+// free, for LeaseAcquire and OperationSave alike.
+type Lease struct {
+	// Owner and Expires are "" when no lease is stored.
+	Owner   string
+	Epoch   int64
+	Expires string
+}
+
+// HeldAt reports whether the stored lease is held at now.
+func (ls Lease) HeldAt(now time.Time) (bool, error) {
+	if ls.Owner == "" || ls.Expires == "" {
+		return false, nil
+	}
+	exp, err := ParseTime(ls.Expires)
+	if err != nil {
+		return false, err
+	}
+	return now.Before(exp), nil
+}
+
+// HeldError is the ErrLeaseHeld error naming the current holder.
+func (ls Lease) HeldError() error {
+	return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.Owner, ls.Epoch, ls.Expires)
+}
+
+// CheckWriter applies R22's fencing to a save: with a lease it must be the
+// current, unexpired one; without one, nobody else may hold the lease.
+func (ls Lease) CheckWriter(opID string, l *pollwarden.Lease, now time.Time) error {
+	held, err := ls.HeldAt(now)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		if held {
+			return ls.HeldError()
+		}
+		return nil
+	}
+	switch {
+	case l.OperationID != "" && l.OperationID != opID:
+		return fmt.Errorf("%w: the lease is for operation %q", pollwarden.ErrLeaseLost, l.OperationID)
+	case !held && ls.Owner != "" && ls.Owner == l.Owner && ls.Epoch == l.Epoch:
+		return fmt.Errorf("%w: epoch %d expired at %s", pollwarden.ErrLeaseLost, l.Epoch, ls.Expires)
+	case !held || ls.Owner != l.Owner || ls.Epoch != l.Epoch:
+		return fmt.Errorf("%w: yours is epoch %d, current is epoch %d", pollwarden.ErrLeaseLost, l.Epoch, ls.Epoch)
+	}
+	return nil
+}
