@@ -14,31 +14,6 @@ import (
 // defaultScanLimit is EventScan's page size when the caller gives none.
 const defaultScanLimit = 1000
 
-// prepareEvents fills in the operation id and encodes (and, with a sealer,
-// seals) each payload before the transaction, so a bad event fails the call
-// without touching the store and no lock is held while sealing.
-func (s *Store) prepareEvents(opID string, events []pollwarden.Event) ([]pollwarden.Event, error) {
-	out := make([]pollwarden.Event, len(events))
-	for i, e := range events {
-		if e.OperationID == "" {
-			e.OperationID = opID
-		}
-		if e.OperationID != opID {
-			return nil, fmt.Errorf("%w: event %d names operation %q", pollwarden.ErrInvalid, i, e.OperationID)
-		}
-		if err := storerow.CheckTime("event time", e.At); err != nil {
-			return nil, fmt.Errorf("%w: event %d: %v", pollwarden.ErrInvalid, i, err)
-		}
-		p, err := audit.SealPayload(s.sealer, e)
-		if err != nil {
-			return nil, fmt.Errorf("%w: event %d: %v", pollwarden.ErrInvalid, i, err)
-		}
-		e.Payload = p
-		out[i] = e
-	}
-	return out, nil
-}
-
 const eventCols = "pos, operation_id, seq, at, kind, payload, prev_hash, hash"
 
 // appendEvents locks the chain head, places evs after it (and after the
@@ -50,9 +25,8 @@ func (s *Store) appendEvents(ctx context.Context, tx pgx.Tx, opID string, seq in
 	if len(evs) == 0 {
 		return nil
 	}
-	var pos int64
-	var hash string
-	if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1 FOR UPDATE").Scan(&pos, &hash); err != nil {
+	cs := storerow.Chain{Seq: seq}
+	if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1 FOR UPDATE").Scan(&cs.Pos, &cs.Hash); err != nil {
 		return fmt.Errorf("lock the audit chain head: %w", err)
 	}
 	// Under the head's lock: two first appends cannot both record a mode.
@@ -62,15 +36,11 @@ func (s *Store) appendEvents(ctx context.Context, tx pgx.Tx, opID string, seq in
 	var b pgx.Batch
 	for i := range evs {
 		e := &evs[i]
-		pos++
-		seq++
-		e.Pos, e.Seq, e.PrevHash = pos, seq, hash
-		e.Hash = audit.Hash(*e)
-		hash = e.Hash
+		cs.Link(e)
 		b.Queue("INSERT INTO events ("+eventCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 			e.Pos, opID, e.Seq, storerow.FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash)
 	}
-	b.Queue("UPDATE audit_head SET pos = $1, hash = $2 WHERE id = 1", pos, hash)
+	b.Queue("UPDATE audit_head SET pos = $1, hash = $2 WHERE id = 1", cs.Pos, cs.Hash)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("append events: %w", err)
 	}

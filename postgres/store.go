@@ -83,7 +83,7 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 	if err != nil {
 		return fmt.Errorf("postgres: create operation %q: %w", op.ID, err)
 	}
-	evs, err := s.prepareEvents(op.ID, events)
+	evs, err := storerow.PrepareEvents(s.sealer, op.ID, events)
 	if err != nil {
 		return fmt.Errorf("postgres: create operation %q: %w", op.ID, err)
 	}
@@ -205,7 +205,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if err != nil {
 		return fmt.Errorf("postgres: save operation %q: %w", op.ID, err)
 	}
-	evs, err := s.prepareEvents(op.ID, p.Events)
+	evs, err := storerow.PrepareEvents(s.sealer, op.ID, p.Events)
 	if err != nil {
 		return fmt.Errorf("postgres: save operation %q: %w", op.ID, err)
 	}

@@ -14,39 +14,6 @@ import (
 // defaultScanLimit is EventScan's page size when the caller gives none.
 const defaultScanLimit = 1000
 
-// prepareEvents fills in the operation id and encodes (and, with a sealer,
-// seals) each payload before the transaction, so a bad event fails the call
-// without touching the store and the write lock is not held while sealing.
-func (s *Store) prepareEvents(opID string, events []pollwarden.Event) ([]pollwarden.Event, error) {
-	out := make([]pollwarden.Event, len(events))
-	for i, e := range events {
-		if e.OperationID == "" {
-			e.OperationID = opID
-		}
-		if e.OperationID != opID {
-			return nil, fmt.Errorf("%w: event %d names operation %q", pollwarden.ErrInvalid, i, e.OperationID)
-		}
-		if err := storerow.CheckTime("event time", e.At); err != nil {
-			return nil, fmt.Errorf("%w: event %d: %v", pollwarden.ErrInvalid, i, err)
-		}
-		p, err := audit.SealPayload(s.sealer, e)
-		if err != nil {
-			return nil, fmt.Errorf("%w: event %d: %v", pollwarden.ErrInvalid, i, err)
-		}
-		e.Payload = p
-		out[i] = e
-	}
-	return out, nil
-}
-
-// chainState is where appended events go: after the store-wide chain's
-// head (pos, hash) and after the operation's last seq.
-type chainState struct {
-	pos  int64
-	hash string
-	seq  int64
-}
-
 // headCols read the chain's head as two more columns of the query that a
 // write already makes about its operation, saving a statement per write
 // (statements, not the two index seeks, are what cost here).
@@ -63,7 +30,7 @@ const seqCol = `coalesce((SELECT seq FROM events WHERE operation_id = operations
 // inserts them. The transaction holds SQLite's write lock (BEGIN
 // IMMEDIATE): no other writer, in this process or another, can take the
 // same pos or seq, so the chain needs no lock of its own.
-func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, opID string, cs chainState, evs []pollwarden.Event) error {
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, opID string, cs storerow.Chain, evs []pollwarden.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -73,11 +40,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, opID string, cs ch
 	insert := tx.StmtContext(ctx, s.insertStmt)
 	for i := range evs {
 		e := &evs[i]
-		cs.pos++
-		cs.seq++
-		e.Pos, e.Seq, e.PrevHash = cs.pos, cs.seq, cs.hash
-		e.Hash = audit.Hash(*e)
-		cs.hash = e.Hash
+		cs.Link(e)
 		if _, err := insert.ExecContext(ctx, e.Pos, opID, e.Seq, storerow.FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash); err != nil {
 			return fmt.Errorf("append event %d: %w", e.Seq, err)
 		}

@@ -61,18 +61,18 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 	if err != nil {
 		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
 	}
-	evs, err := s.prepareEvents(op.ID, events)
+	evs, err := storerow.PrepareEvents(s.sealer, op.ID, events)
 	if err != nil {
 		return fmt.Errorf("sqlite: create operation %q: %w", op.ID, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var exists bool
-		var cs chainState
+		var cs storerow.Chain
 		var err error
 		if len(evs) == 0 {
 			err = tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM operations WHERE id = ?)", op.ID).Scan(&exists)
 		} else {
-			err = tx.StmtContext(ctx, s.createChainStmt).QueryRowContext(ctx, op.ID).Scan(&exists, &cs.pos, &cs.hash)
+			err = tx.StmtContext(ctx, s.createChainStmt).QueryRowContext(ctx, op.ID).Scan(&exists, &cs.Pos, &cs.Hash)
 		}
 		if err != nil {
 			return err
@@ -195,21 +195,21 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if err != nil {
 		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
 	}
-	evs, err := s.prepareEvents(op.ID, p.Events)
+	evs, err := storerow.PrepareEvents(s.sealer, op.ID, p.Events)
 	if err != nil {
 		return fmt.Errorf("sqlite: save operation %q: %w", op.ID, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var version int64
 		var ls leaseState
-		var cs chainState
+		var cs storerow.Chain
 		var err error
 		if len(evs) == 0 {
 			err = tx.QueryRowContext(ctx, "SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?", op.ID).
 				Scan(&version, &ls.owner, &ls.epoch, &ls.expires)
 		} else {
 			err = tx.StmtContext(ctx, s.saveChainStmt).QueryRowContext(ctx, op.ID).
-				Scan(&version, &ls.owner, &ls.epoch, &ls.expires, &cs.pos, &cs.hash, &cs.seq)
+				Scan(&version, &ls.owner, &ls.epoch, &ls.expires, &cs.Pos, &cs.Hash, &cs.Seq)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return pollwarden.ErrNotFound
