@@ -7,17 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
-	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/spf13/cobra"
 )
@@ -53,8 +48,6 @@ func (env Env) runMCP(ctx context.Context, f mcpFlags) error {
 	switch {
 	case f.contracts == "":
 		return usage(errors.New("--contracts is required"))
-	case strings.HasPrefix(f.store, "postgres://") || strings.HasPrefix(f.store, "postgresql://"):
-		return usage(errors.New("--store: the PostgreSQL store is not available in this version; use a file path"))
 	case f.concurrency < 1:
 		return usage(errors.New("--concurrency must be at least 1"))
 	}
@@ -75,18 +68,8 @@ func (env Env) runMCP(ctx context.Context, f mcpFlags) error {
 // shared by the tools and the scheduler, its changes fanned out to
 // wait_job and to the scheduler.
 func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger) error {
-	changes := httpapi.NewChanges()
-	var sched *scheduler.Scheduler
-	ctl := controller.New(controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
-		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(nil)}),
-		OnChange: func(op *pollwarden.Operation) {
-			changes.Publish(op)
-			sched.Changed(op)
-		},
-	})
-	sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: set, Clock: controller.RealClock{},
-		Concurrency: concurrency, Logger: log})
+	e := env.newEngine(st, set, concurrency, log, nil)
+	ctl, sched, changes := e.ctl, e.sched, e.changes
 	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
 		CredentialAvailable: env.credentialAvailable})
 

@@ -14,11 +14,9 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/metrics"
-	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -91,22 +89,11 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 // scheduler, the controller's changes fanned out to long-polls and to the
 // scheduler, and signals for reload and shutdown.
 func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, tokens *httpapi.Tokens, concurrency int, log *slog.Logger) error {
-	changes := httpapi.NewChanges()
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	var sched *scheduler.Scheduler
-	ctl := controller.New(controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: newRand(), Observer: m,
-		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(nil)}),
-		OnChange: func(op *pollwarden.Operation) {
-			changes.Publish(op)
-			sched.Changed(op)
-		},
-	})
-	sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: set, Clock: controller.RealClock{},
-		Concurrency: concurrency, Logger: log, Observer: m})
+	e := env.newEngine(st, set, concurrency, log, metrics.New(reg))
+	ctl, sched, changes := e.ctl, e.sched, e.changes
 	// One listener: /mcp is the MCP door (streamable HTTP, the same tools
 	// as `pollwarden mcp`), every other path the JSON API with its own
 	// 404/405 answers.

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/metrics"
+	"github.com/pollwarden/pollwarden/prober"
+	"github.com/pollwarden/pollwarden/scheduler"
+)
+
+// engine is what the long-running doors (serve, mcp) share: one controller,
+// a scheduler stepping due operations, and the controller's changes fanned
+// out to long-polls (wait_job, ?wait=) and to the scheduler.
+type engine struct {
+	ctl     *controller.Controller
+	sched   *scheduler.Scheduler
+	changes *httpapi.Changes
+}
+
+// newEngine wires an engine on st; m may be nil (no metrics).
+func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics) *engine {
+	e := &engine{changes: httpapi.NewChanges()}
+	opts := controller.Options{
+		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
+		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(nil)}),
+		OnChange: func(op *pollwarden.Operation) {
+			e.changes.Publish(op)
+			e.sched.Changed(op)
+		},
+	}
+	sopts := scheduler.Options{Store: st, Contracts: set, Clock: controller.RealClock{}, Concurrency: concurrency, Logger: log}
+	if m != nil {
+		opts.Observer, sopts.Observer = m, m
+	}
+	e.ctl = controller.New(opts)
+	sopts.Controller = e.ctl
+	e.sched = scheduler.New(sopts)
+	return e
+}
