@@ -152,7 +152,8 @@ func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write boo
 // keyError marks a payload that cannot be read for want of the right key
 // as bad input (exit 2).
 func keyError(err error) error {
-	if errors.Is(err, audit.ErrNoKey) || errors.Is(err, audit.ErrWrongKey) || errors.Is(err, sqlite.ErrSealing) || errors.Is(err, postgres.ErrSealing) {
+	// sqlite.ErrSealing and postgres.ErrSealing are the same value.
+	if errors.Is(err, audit.ErrNoKey) || errors.Is(err, audit.ErrWrongKey) || errors.Is(err, sqlite.ErrSealing) {
 		return usage(err)
 	}
 	return err
