@@ -29,7 +29,7 @@ payloads may be sealed (encrypted) with --audit-key; the chain covers the
 sealed bytes, so verify, head and anchor never need the key. See docs/audit.md.`,
 	}
 	storeFlag := func(c *cobra.Command, p *string) {
-		c.Flags().StringVar(p, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+		c.Flags().StringVar(p, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	}
 	a.AddCommand(auditShowCmd(env, storeFlag), auditExportCmd(env, storeFlag), auditVerifyCmd(env, storeFlag),
 		auditHeadCmd(env, storeFlag), auditAnchorCmd(env, storeFlag), auditKeygenCmd(env))

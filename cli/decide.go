@@ -55,7 +55,7 @@ resets a counter; waiting resumes with the next 'pollwarden wait'.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides (default $USER)")
 	cmd.Flags().StringVar(&note, "note", "", "why, recorded with the decision")

@@ -37,7 +37,7 @@ the server stops when the host closes stdin. See docs/mcp.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runMCP(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	fl.StringVar(&f.contracts, "contracts", "", "directory of contract files (*.yaml)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")

@@ -74,7 +74,7 @@ func opsCmd(env Env) *cobra.Command {
 		},
 	}
 	for _, c := range []*cobra.Command{list, show} {
-		c.Flags().StringVar(&store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+		c.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	}
 	ops.AddCommand(list, show)

@@ -30,7 +30,7 @@ type serveFlags struct {
 func serveCmd(env Env) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve --listen ADDR --store PATH --contracts DIR --tokens FILE",
+		Use:   "serve --listen ADDR --store PATH|postgres://… --contracts DIR --tokens FILE",
 		Short: "Run the daemon: the JSON API, the scheduler that owns every wait, metrics",
 		Long: `serve owns every registered wait: a scheduler steps due operations (one
 lease per request, never while sleeping, a per-contract request-rate ceiling,
@@ -44,7 +44,7 @@ finish, and exit. See README "The daemon" and GET /v1/openapi.json.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8470", "address to listen on")
-	fl.StringVar(&f.store, "store", "", "store file (default $POLLWARDEN_STORE, else the user's state directory)")
+	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	fl.StringVar(&f.contracts, "contracts", "", "directory of contract files (*.yaml)")
 	fl.StringVar(&f.tokens, "tokens", "", "tokens file: names, roles and sha256 of bearer tokens")
 	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file (not available in this version)")

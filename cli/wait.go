@@ -52,7 +52,7 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 	fl.StringVar(&f.deadline, "deadline", "", "deadline as a duration from now (40m) or an RFC 3339 time; may only lower the contract's")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
 	fl.IntVar(&f.maxFailures, "max-transport-failures", 0, "maximum transport failures; may only lower the contract's")
-	fl.StringVar(&f.store, "store", "", "store file (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
+	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.BoolVar(&f.json, "json", false, "print one JSON object with the outcome on stdout")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the outcome")
