@@ -372,3 +372,20 @@ func TestR11_NoRequestWhenTheDeadlinePassesDuringTheReservation(t *testing.T) {
 		t.Fatalf("sent %v, provider saw %d, reason %s, used %d", res.Sent, r.srv.Count("j1"), res.Op.Reason, res.Op.StatusRequestsUsed)
 	}
 }
+
+func TestDecisionWaitsForAStepStillHoldingTheLease(t *testing.T) {
+	r := newRig(t, "")
+	r.srv.Script("j1", fp.State("running", nil))
+	r.submit("op1", "j1", policy.NewParams{MaxStatusRequests: 1})
+	r.wait("op1")
+	ctx := context.Background()
+	// The step that escalated has not released its lease yet.
+	if _, err := r.store.LeaseAcquire(ctx, pollwarden.LeaseParams{OperationID: "op1", Owner: "stepper", Now: r.clock.Now(), TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	alice := pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}
+	op, err := r.ctl.Decide(ctx, r.ex, "op1", policy.DecisionParams{Option: pollwarden.OptionExtend, Actor: alice})
+	if err != nil || op.Phase != pollwarden.PhaseWaiting {
+		t.Fatalf("decision under a held lease: %v, %v", op, err)
+	}
+}

@@ -17,6 +17,15 @@ import (
 // cancel option runs the contract's cancel call as its own recorded action
 // (R23) after the decision itself is saved.
 func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	next, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) { return c.decideOnce(ctx, ex, id, p) })
+	if err != nil || p.Option != pollwarden.OptionCancel {
+		return next, err
+	}
+	return c.cancel(ctx, ex, next)
+}
+
+// decideOnce reads the record, applies the decision and saves it.
+func (c *Controller) decideOnce(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
@@ -33,10 +42,28 @@ func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id stri
 	if err := c.save(ctx, next, nil, events, now); err != nil {
 		return nil, err
 	}
-	if p.Option != pollwarden.OptionCancel {
-		return next, nil
+	return next, nil
+}
+
+// busyAttempts bounds retryBusy: a step holds the lease for one request
+// and its persistence, so a few seconds always outlast it.
+const busyAttempts = 25
+
+// retryBusy re-runs f, which must re-read the record each time, while a
+// step holds the lease or changed the record under it: a decision that
+// arrives the moment an escalation is saved, before that step has
+// released its lease, must not fail for it.
+func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operation, error)) (*pollwarden.Operation, error) {
+	for attempt := 1; ; attempt++ {
+		op, err := f()
+		busy := errors.Is(err, pollwarden.ErrLeaseHeld) || errors.Is(err, pollwarden.ErrConflict)
+		if !busy || attempt == busyAttempts {
+			return op, err
+		}
+		if err := c.clock.Sleep(ctx, c.leaseRetry); err != nil {
+			return nil, err
+		}
 	}
-	return c.cancel(ctx, ex, next)
 }
 
 func (c *Controller) cancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
@@ -67,16 +94,18 @@ func (c *Controller) cancel(ctx context.Context, ex *contract.Extractor, op *pol
 
 // RequestExtension records an agent's request; it grants nothing.
 func (c *Controller) RequestExtension(ctx context.Context, id string, actor pollwarden.Actor, p ExtensionRequest) (*pollwarden.Operation, error) {
-	op, err := c.store.OperationGet(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	now := c.clock.Now()
-	events := policy.RequestExtension(op, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)
-	if err := c.save(ctx, op, nil, events, now); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+		op, err := c.store.OperationGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		now := c.clock.Now()
+		events := policy.RequestExtension(op, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)
+		if err := c.save(ctx, op, nil, events, now); err != nil {
+			return nil, err
+		}
+		return op, nil
+	})
 }
 
 // ExtensionRequest is what an agent asks for; see RequestExtension.
