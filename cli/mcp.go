@@ -78,7 +78,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go reloadOnHUP(ctx, hup, set, log)
+	go reloadOnHUP(ctx, hup, reloadable{set: set}, log)
 
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()

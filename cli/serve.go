@@ -23,8 +23,8 @@ import (
 )
 
 type serveFlags struct {
-	listen, store, contracts, tokens, webhooks, auditKey string
-	concurrency                                          int
+	listen, store, contracts, tokens, webhooks, auditKey, logLevel string
+	concurrency                                                    int
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -36,8 +36,9 @@ func serveCmd(env Env) *cobra.Command {
 lease per request, never while sleeping, a per-contract request-rate ceiling,
 overdue work paced after a restart), and a JSON API lets agents register jobs
 and read outcomes and approvers decide escalations. Every *.yaml in
---contracts is a contract; SIGHUP reloads them (a bad file keeps the old set
-and is reported). SIGINT/SIGTERM stop claiming, let in-flight requests
+--contracts is a contract; SIGHUP reloads them and the tokens file (a bad
+file keeps the old set and is reported). A create whose contract's
+credential is missing from serve's environment is refused (422). SIGINT/SIGTERM stop claiming, let in-flight requests
 finish, and exit. See README "The daemon" and GET /v1/openapi.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
@@ -50,6 +51,7 @@ finish, and exit. See README "The daemon" and GET /v1/openapi.json.`,
 	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file (not available in this version)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
+	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
 	return cmd
 }
 
@@ -63,6 +65,10 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(errors.New("--webhooks: webhooks are not available in this version"))
 	case f.concurrency < 1:
 		return usage(fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usage(fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel))
 	}
 	set, err := contract.LoadDir(f.contracts)
 	if err != nil {
@@ -81,14 +87,15 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
-	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	return serve(ctx, env, ln, st, set, tokens, f.concurrency, log)
+	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	return serve(ctx, env, ln, st, set, reloadable{tokens: tokens, tokensPath: f.tokens}, f.concurrency, log)
 }
 
 // serve wires the daemon: one controller shared by the API and the
 // scheduler, the controller's changes fanned out to long-polls and to the
 // scheduler, and signals for reload and shutdown.
-func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, tokens *httpapi.Tokens, concurrency int, log *slog.Logger) error {
+func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable, concurrency int, log *slog.Logger) error {
+	tokens := rl.tokens
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
 	reg := prometheus.NewRegistry()
@@ -103,7 +110,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
-		Logger: log, Changes: changes, Registry: reg}))
+		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable}))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -118,7 +125,8 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go reloadOnHUP(ctx, hup, set, log)
+	rl.set = set
+	go reloadOnHUP(ctx, hup, rl, log)
 
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(ctx) }()
@@ -144,19 +152,43 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	return err
 }
 
-// reloadOnHUP re-reads the contracts directory on SIGHUP; a bad file keeps
-// the old set and is reported.
-func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, set *contract.Set, log *slog.Logger) {
+// reloadable is what SIGHUP re-reads: the contracts directory and the
+// tokens file, each on its own (a bad tokens file does not stop a good
+// contracts change, and the reverse).
+type reloadable struct {
+	set        *contract.Set
+	tokens     *httpapi.Tokens
+	tokensPath string
+}
+
+// reloadOnHUP reloads on every SIGHUP until ctx ends.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, rl reloadable, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := set.Reload(); err != nil {
-				log.Error("contracts reload refused; keeping the previous set", "error", err.Error())
-				continue
-			}
-			log.Info("contracts reloaded", "contracts", set.Names())
+			rl.reload(log)
 		}
 	}
+}
+
+// reload re-reads each file; a bad one keeps what was loaded before and
+// is reported, so a typo never locks everyone out or drops a contract.
+func (rl reloadable) reload(log *slog.Logger) {
+	if err := rl.set.Reload(); err != nil {
+		log.Error("contracts reload refused; keeping the previous set", "error", err.Error())
+	} else {
+		log.Info("contracts reloaded", "contracts", rl.set.Names())
+	}
+	if rl.tokensPath == "" {
+		return
+	}
+	next, err := httpapi.LoadTokens(rl.tokensPath)
+	if err != nil {
+		log.Error("tokens reload refused; keeping the previous tokens", "error", err.Error())
+		return
+	}
+	rl.tokens.Replace(next)
+	log.Info("tokens reloaded")
 }

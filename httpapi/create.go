@@ -102,6 +102,11 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 		return nil, p, unprocessable("unknown contract %s (loaded: %s)", clip(req.Contract), strings.Join(a.contracts.Names(), ", "))
 	}
 	ct := ex.Contract()
+	if a.credentialAvailable != nil {
+		if err := a.credentialAvailable(ct); err != nil {
+			problems = append(problems, fmt.Sprintf("contract %s: %v where pollwarden serve runs; set it there (nothing was registered)", ct.Name, err))
+		}
+	}
 	p = policy.NewParams{ID: req.OperationID, ProviderJobID: req.JobID, StatusURL: req.StatusURL, MayRaise: who.Role.CanGrant()}
 	switch {
 	case (req.JobID == "") == (req.StatusURL == ""):

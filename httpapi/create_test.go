@@ -252,3 +252,30 @@ func TestTooLargeChunked(t *testing.T) {
 		t.Error("stored something")
 	}
 }
+
+// TestCreateRefusedWithoutCredential: a daemon that cannot find a
+// contract's credential says so at create time (422, naming the reference,
+// never a value) and registers nothing, instead of escalating
+// integration_failure after a first step that could not be sent.
+func TestCreateRefusedWithoutCredential(t *testing.T) {
+	r := newRigWith(t, rigOptions{credentialAvailable: func(c *pollwarden.Contract) error {
+		if c.Name == "plain" {
+			return errors.New("credential env:API_TOKEN is not set")
+		}
+		return nil
+	}})
+	a := r.do("POST", "/v1/operations", agentToken, map[string]any{"operation_id": "op-nocred", "contract": "plain", "job_id": "j"})
+	if a.status != http.StatusUnprocessableEntity || a.errorCode(t) != codeUnprocessable {
+		t.Fatalf("%d %s, want 422", a.status, a.body)
+	}
+	if msg := a.message(t); !strings.Contains(msg, "contract plain: credential env:API_TOKEN is not set") {
+		t.Errorf("message %q does not name the contract and the reference", msg)
+	}
+	if n := r.count(); n != 0 {
+		t.Errorf("%d operations stored by a refused create", n)
+	}
+	// The check is per contract: one with its credential is registered.
+	if a := r.do("POST", "/v1/operations", agentToken, map[string]any{"operation_id": "op-cred", "contract": "export", "job_id": "j"}); a.status != http.StatusCreated {
+		t.Fatalf("contract with its credential: %d %s, want 201", a.status, a.body)
+	}
+}

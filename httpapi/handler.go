@@ -37,6 +37,11 @@ type Options struct {
 	// Recheck is how often a long-poll re-reads the store, to see changes
 	// made by other processes; default 1 s.
 	Recheck time.Duration
+	// CredentialAvailable, when set, refuses a create (422) whose
+	// contract's credential the daemon cannot find: an agent learns it at
+	// once, instead of from an integration_failure escalation after the
+	// first step. Its error names the reference, never a value.
+	CredentialAvailable func(*pollwarden.Contract) error
 }
 
 // api holds what every route needs.
@@ -45,11 +50,13 @@ type api struct {
 	store     pollwarden.Store
 	contracts *contract.Set
 	tokens    *Tokens
-	now       func() time.Time
-	log       *slog.Logger
-	changes   *Changes
-	recheck   time.Duration
-	metrics   *metrics
+	// credentialAvailable: see Options.CredentialAvailable.
+	credentialAvailable func(*pollwarden.Contract) error
+	now                 func() time.Time
+	log                 *slog.Logger
+	changes             *Changes
+	recheck             time.Duration
+	metrics             *metrics
 }
 
 // access is who may call a route. Roles are ordered: an approver may do
@@ -94,7 +101,7 @@ func NewHandler(opts Options) http.Handler {
 	if opts.Controller == nil || opts.Store == nil || opts.Contracts == nil || opts.Tokens == nil {
 		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
 	}
-	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
+	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens, credentialAvailable: opts.CredentialAvailable,
 		now: opts.Now, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
 	if a.now == nil {
 		a.now = time.Now

@@ -82,7 +82,8 @@ type rig struct {
 }
 
 type rigOptions struct {
-	recheck time.Duration
+	recheck             time.Duration
+	credentialAvailable func(*pollwarden.Contract) error
 }
 
 func newRig(t *testing.T) *rig { return newRigWith(t, rigOptions{}) }
@@ -124,7 +125,8 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	h := NewHandler(Options{Controller: r.ctl, Store: st, Contracts: r.contracts, Tokens: tokens,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Changes: r.changes, Recheck: o.recheck})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Changes: r.changes, Recheck: o.recheck,
+		CredentialAvailable: o.credentialAvailable})
 	r.srv = httptest.NewServer(h)
 	t.Cleanup(r.srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

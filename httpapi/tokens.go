@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -19,9 +20,11 @@ import (
 
 // Tokens maps bearer tokens, by their SHA-256, to who presents them. Only
 // hashes are kept: a leaked tokens file or memory dump does not hand out
-// the tokens themselves. A Tokens is immutable and safe for concurrent use.
+// the tokens themselves. A Tokens is safe for concurrent use; Replace
+// swaps the whole set at once, so a reload (SIGHUP) never exposes half a
+// file.
 type Tokens struct {
-	entries []tokenEntry
+	entries atomic.Pointer[[]tokenEntry]
 }
 
 type tokenEntry struct {
@@ -71,13 +74,21 @@ func NewTokens(specs ...TokenSpec) (*Tokens, error) {
 		}
 		return nil, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(msgs, "; "))
 	}
-	t := &Tokens{entries: make([]tokenEntry, len(specs))}
+	entries := make([]tokenEntry, len(specs))
 	for i, s := range specs {
 		b, _ := hex.DecodeString(s.SHA256)
-		t.entries[i].actor = pollwarden.Actor{Name: s.Name, Role: s.Role}
-		copy(t.entries[i].hash[:], b)
+		entries[i].actor = pollwarden.Actor{Name: s.Name, Role: s.Role}
+		copy(entries[i].hash[:], b)
 	}
+	t := &Tokens{}
+	t.entries.Store(&entries)
 	return t, nil
+}
+
+// Replace makes t answer as n does from now on (a reloaded tokens file):
+// a revoked token stops working at once, without a restart.
+func (t *Tokens) Replace(n *Tokens) {
+	t.entries.Store(n.entries.Load())
 }
 
 // specProblem is one problem with entry index (-1: the list as a whole).
@@ -138,16 +149,17 @@ func (t *Tokens) Lookup(token string) (pollwarden.Actor, bool) {
 		return pollwarden.Actor{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
+	entries := *t.entries.Load()
 	found := -1
-	for i := range t.entries {
-		if subtle.ConstantTimeCompare(sum[:], t.entries[i].hash[:]) == 1 {
+	for i := range entries {
+		if subtle.ConstantTimeCompare(sum[:], entries[i].hash[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return pollwarden.Actor{}, false
 	}
-	return t.entries[found].actor, true
+	return entries[found].actor, true
 }
 
 // HashToken returns the hex SHA-256 to put in a tokens file for token.

@@ -109,3 +109,23 @@ func TestLoadTokensListsEveryProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestTokensReplace: a reload revokes a removed token at once and admits
+// a new one, through the same *Tokens the handler already holds.
+func TestTokensReplace(t *testing.T) {
+	tk, err := NewTokens(TokenSpec{Name: "old", Role: pollwarden.RoleAgent, SHA256: HashToken("old-secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := NewTokens(TokenSpec{Name: "new", Role: pollwarden.RoleApprover, SHA256: HashToken("new-secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Replace(next)
+	if _, ok := tk.Lookup("old-secret"); ok {
+		t.Error("a token removed by the reload still works")
+	}
+	if got, ok := tk.Lookup("new-secret"); !ok || got != (pollwarden.Actor{Name: "new", Role: pollwarden.RoleApprover}) {
+		t.Errorf("Lookup(new-secret) = %v, %v after the reload", got, ok)
+	}
+}
