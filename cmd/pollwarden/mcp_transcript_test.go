@@ -177,7 +177,9 @@ type transcript struct {
 	subs [][2]string
 }
 
-func (tr *transcript) replace(old, placeholder string) { tr.subs = append(tr.subs, [2]string{old, placeholder}) }
+func (tr *transcript) replace(old, placeholder string) {
+	tr.subs = append(tr.subs, [2]string{old, placeholder})
+}
 
 func (tr *transcript) text(s string) { tr.b.WriteString(s + "\n\n") }
 
