@@ -24,9 +24,8 @@ type mcpHost struct {
 	session *sdk.ClientSession
 	stderr  *syncBuffer
 
-	// acks receives the resource URIs of each
-	// notifications/subscriptions/acknowledged.
-	acks chan []string
+	// acks is from acknowledgements.
+	acks <-chan []string
 	// updated receives the URI of each notifications/resources/updated.
 	updated chan string
 
@@ -42,7 +41,7 @@ type mcpHost struct {
 // credential goes there, as the host configuration's "env") and connects.
 func startMCP(t *testing.T, args, env []string) *mcpHost {
 	t.Helper()
-	h := &mcpHost{t: t, stderr: &syncBuffer{}, acks: make(chan []string, 16), updated: make(chan string, 64)}
+	h := &mcpHost{t: t, stderr: &syncBuffer{}, updated: make(chan string, 64)}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), "PW_TEST_BE_MAIN=1"), env...)
 	cmd.Stderr = h.stderr
@@ -63,17 +62,7 @@ func startMCP(t *testing.T, args, env []string) *mcpHost {
 			return next(ctx, method, req)
 		}
 	})
-	// The server sends notifications/subscriptions/acknowledged once it
-	// has registered a subscriptions/listen stream's subscriptions: the
-	// protocol's own signal that a change from now on will be notified.
-	client.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if p, ok := req.GetParams().(*sdk.SubscriptionsAcknowledgedParams); ok {
-				h.acks <- slices.Clone(p.Notifications.ResourceSubscriptions)
-			}
-			return next(ctx, method, req)
-		}
-	})
+	h.acks = acknowledgements(client)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	session, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
@@ -133,26 +122,52 @@ func (h *mcpHost) call(name, args string) (string, map[string]any, bool) {
 }
 
 // subscribe subscribes to uri and returns once the server has registered
-// the subscription: at once under the legacy protocol, whose
-// resources/subscribe answers after registering; under 2026-07-28, where
-// Subscribe returns before its subscriptions/listen stream is open, when
-// the server acknowledges the stream.
+// the subscription.
 func (h *mcpHost) subscribe(ctx context.Context, uri string) {
 	h.t.Helper()
-	if err := h.session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
-		h.t.Fatalf("subscribe %s: %v", uri, err)
+	subscribe(ctx, h.t, h.session, h.acks, uri)
+}
+
+// acknowledgements makes client report, on the returned channel, the
+// resource URIs of each notifications/subscriptions/acknowledged: the
+// server sends it once it has registered the subscriptions of a
+// subscriptions/listen stream, the protocol's own signal that a change
+// from then on will be notified. Call it before Connect.
+func acknowledgements(client *sdk.Client) <-chan []string {
+	acks := make(chan []string, 16)
+	client.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if p, ok := req.GetParams().(*sdk.SubscriptionsAcknowledgedParams); ok {
+				acks <- slices.Clone(p.Notifications.ResourceSubscriptions)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return acks
+}
+
+// subscribe subscribes session to uri and returns once the server has
+// registered the subscription: at once under the legacy protocol, whose
+// resources/subscribe answers after registering; under 2026-07-28, where
+// the SDK's Subscribe returns before its subscriptions/listen stream is
+// open, when the server acknowledges the stream (acks is from
+// acknowledgements).
+func subscribe(ctx context.Context, t *testing.T, session *sdk.ClientSession, acks <-chan []string, uri string) {
+	t.Helper()
+	if err := session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribe %s: %v", uri, err)
 	}
-	if h.session.InitializeResult().ProtocolVersion < "2026-07-28" {
+	if session.InitializeResult().ProtocolVersion < "2026-07-28" {
 		return
 	}
 	for {
 		select {
-		case uris := <-h.acks:
+		case uris := <-acks:
 			if slices.Contains(uris, uri) {
 				return
 			}
 		case <-ctx.Done():
-			h.t.Fatalf("no subscriptions/acknowledged for %s: %v; stderr: %s", uri, ctx.Err(), h.stderr.String())
+			t.Fatalf("no subscriptions/acknowledged for %s: %v", uri, ctx.Err())
 		}
 	}
 }
