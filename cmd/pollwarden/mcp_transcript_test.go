@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -158,16 +157,7 @@ func TestMCPTranscript(t *testing.T) {
 // contracts in the environment, and returns its stdout.
 func runApprover(t *testing.T, store, contracts string, args ...string) string {
 	t.Helper()
-	p := &proc{cmd: exec.Command(os.Args[0], args...)}
-	p.cmd.Env = append(os.Environ(), "PW_TEST_BE_MAIN=1", "POLLWARDEN_STORE="+store, "POLLWARDEN_CONTRACTS="+contracts)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.exitCode(t); code != 0 {
-		t.Fatalf("pollwarden %v: exit %d: %s", args, code, p.stderr.String())
-	}
-	return p.stdout.String()
+	return runCLI(t, []string{"POLLWARDEN_STORE=" + store, "POLLWARDEN_CONTRACTS=" + contracts}, args...)
 }
 
 // transcript builds the page; replacements apply to the whole of it when
