@@ -284,7 +284,9 @@ func TestBudgetEscalationAndExtensionGrantsNothing(t *testing.T) {
 	if opts, _ := esc["options"].([]any); len(opts) == 0 {
 		t.Fatalf("escalation without options: %v", final["escalation"])
 	}
-	if g, _ := final["guidance"].(string); !strings.Contains(g, "person must decide") {
+	// The guidance carries the escalation's message, options once.
+	if g, _ := final["guidance"].(string); !strings.Contains(g, "person must decide") || !strings.Contains(g, esc["message"].(string)) ||
+		strings.Count(g, "Extend waiting once") != 1 {
 		t.Errorf("guidance %q", g)
 	}
 	if n := r.srv.Count("stuck"); n != 2 {
