@@ -48,18 +48,15 @@ func guidance(op *pollwarden.Operation, now time.Time) string {
 	case pollwarden.PhaseExpired:
 		return "The job expired at the provider."
 	case pollwarden.PhaseEscalated:
-		msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next", op.Reason)
+		msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next.", op.Reason)
 		if e := op.Escalation; e != nil {
-			var opts []string
-			for _, o := range e.Options {
-				opts = append(opts, o.Label)
-			}
-			msg += ": " + e.Message
-			if len(opts) > 0 {
-				msg += " Options for the approver: " + strings.Join(opts, "; ") + "."
-			}
+			// The message already states the facts and lists each option
+			// with its cost; repeating the options would only lengthen it.
+			msg += "\n" + e.Message + "\n"
+		} else {
+			msg += " "
 		}
-		return msg + " You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests."
+		return msg + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests."
 	}
 	return ""
 }

@@ -55,6 +55,9 @@ type rig struct {
 	session *sdk.ClientSession
 	stderr  *syncBuffer
 	dir     string
+	// acks receives the resource URIs of each
+	// notifications/subscriptions/acknowledged the server sends.
+	acks chan []string
 	// seen is every tool answer, for the canary check.
 	mu   sync.Mutex
 	seen []string
@@ -92,11 +95,21 @@ limits: {deadline: 120s, max_status_requests: 10, max_transport_failures: 3, max
 	}
 	cmd := exec.Command(os.Args[0], "mcp", "--store", filepath.Join(dir, "pw.db"), "--contracts", contracts)
 	cmd.Env = append(os.Environ(), "PW_TEST_BE_MAIN=1", "MCP_TEST_TOKEN="+canary)
-	r := &rig{t: t, srv: srv, stderr: &syncBuffer{}, dir: dir}
+	r := &rig{t: t, srv: srv, stderr: &syncBuffer{}, dir: dir, acks: make(chan []string, 16)}
 	cmd.Stderr = r.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	client := sdk.NewClient(&sdk.Implementation{Name: "pollwarden-test", Version: "v0"}, opts)
+	// The server sends notifications/subscriptions/acknowledged once it
+	// has registered the subscriptions of a subscriptions/listen stream.
+	client.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if p, ok := req.GetParams().(*sdk.SubscriptionsAcknowledgedParams); ok {
+				r.acks <- slices.Clone(p.Notifications.ResourceSubscriptions)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	session, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v; stderr: %s", err, r.stderr.String())
@@ -116,6 +129,32 @@ limits: {deadline: 120s, max_status_requests: 10, max_transport_failures: 3, max
 		}
 	})
 	return r
+}
+
+// subscribe subscribes to uri and returns once the server has registered
+// the subscription, so a change from then on is notified: at once under
+// the legacy protocol, whose resources/subscribe answers after
+// registering; under 2026-07-28, where the SDK's Subscribe returns before
+// its subscriptions/listen stream is open, on the server's
+// acknowledgement of that stream.
+func (r *rig) subscribe(ctx context.Context, uri string) {
+	r.t.Helper()
+	if err := r.session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		r.t.Fatalf("subscribe %s: %v", uri, err)
+	}
+	if r.session.InitializeResult().ProtocolVersion < "2026-07-28" {
+		return
+	}
+	for {
+		select {
+		case uris := <-r.acks:
+			if slices.Contains(uris, uri) {
+				return
+			}
+		case <-ctx.Done():
+			r.t.Fatalf("no subscriptions/acknowledged for %s: %v; stderr: %s", uri, ctx.Err(), r.stderr.String())
+		}
+	}
 }
 
 // call returns the structured answer (or the error text) and isError.
@@ -245,7 +284,9 @@ func TestBudgetEscalationAndExtensionGrantsNothing(t *testing.T) {
 	if opts, _ := esc["options"].([]any); len(opts) == 0 {
 		t.Fatalf("escalation without options: %v", final["escalation"])
 	}
-	if g, _ := final["guidance"].(string); !strings.Contains(g, "person must decide") {
+	// The guidance carries the escalation's message, options once.
+	if g, _ := final["guidance"].(string); !strings.Contains(g, "person must decide") || !strings.Contains(g, esc["message"].(string)) ||
+		strings.Count(g, "Extend waiting once") != 1 {
 		t.Errorf("guidance %q", g)
 	}
 	if n := r.srv.Count("stuck"); n != 2 {

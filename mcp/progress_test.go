@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,13 +59,10 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	var mu sync.Mutex
-	var notes []*sdk.ProgressNotificationParams
+	notes := make(chan *sdk.ProgressNotificationParams, 64)
 	client := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "v0"}, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			notes = append(notes, r.Params)
+			notes <- r.Params
 		},
 	})
 	cs, err := client.Connect(ctx, clientT, nil)
@@ -89,25 +85,27 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 	if m, _ := res.StructuredContent.(map[string]any); m["phase"] != "waiting" {
 		t.Fatalf("wait_job %v", res.StructuredContent)
 	}
-	// Notifications may arrive just after the answer.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(notes)
-		mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(notes) == 0 {
+	// The notifications sent during the wait may be delivered just after
+	// its answer.
+	select {
+	case n := <-notes:
+		checkProgress(t, n)
+	case <-time.After(30 * time.Second):
 		t.Fatal("no progress notification during a 1 s wait with a 100 ms period")
 	}
-	for _, n := range notes {
-		if n.ProgressToken != "tok-1" || !strings.Contains(n.Message, "op-progress") || strings.Contains(n.Message, canary) {
-			t.Errorf("progress %+v", n)
+	for {
+		select {
+		case n := <-notes:
+			checkProgress(t, n)
+		default:
+			return
 		}
+	}
+}
+
+func checkProgress(t *testing.T, n *sdk.ProgressNotificationParams) {
+	t.Helper()
+	if n.ProgressToken != "tok-1" || !strings.Contains(n.Message, "op-progress") || strings.Contains(n.Message, canary) {
+		t.Errorf("progress %+v", n)
 	}
 }

@@ -70,18 +70,17 @@ type watcher struct {
 	stop     context.CancelFunc
 }
 
+// subscribe registers req's session for uri. It returns only once the
+// operation's change signals are being watched: the SDK acknowledges the
+// subscription to the client after this returns (resources/subscribe's
+// answer, or notifications/subscriptions/acknowledged on a
+// subscriptions/listen stream), so a client that waited for that is
+// notified of every phase change after it.
 func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
 	id, ok := operationID(uri)
 	if !ok {
 		return fmt.Errorf("cannot subscribe to %s: resources are %s", clip(uri), ResourceTemplate)
-	}
-	op, err := ws.s.o.Store.OperationGet(ctx, id)
-	if errors.Is(err, pollwarden.ErrNotFound) {
-		return sdk.ResourceNotFoundError(uri)
-	}
-	if err != nil {
-		return internal(err)
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -89,10 +88,21 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 		w.sessions[req.Session] = struct{}{}
 		return nil
 	}
+	// Signals first, then the phase they are compared with: a change
+	// between the two is then a signal, not a miss.
+	signal, unsub := ws.s.o.Changes.Subscribe(id)
+	op, err := ws.s.o.Store.OperationGet(ctx, id)
+	if err != nil {
+		unsub()
+		if errors.Is(err, pollwarden.ErrNotFound) {
+			return sdk.ResourceNotFoundError(uri)
+		}
+		return internal(err)
+	}
 	wctx, stop := context.WithCancel(context.Background())
 	w := &watcher{sessions: map[*sdk.ServerSession]struct{}{req.Session: {}}, stop: stop}
 	ws.w[uri] = w
-	go ws.run(wctx, uri, id, op.Phase, w)
+	go ws.run(wctx, uri, id, op.Phase, w, signal, unsub)
 	return nil
 }
 
@@ -137,8 +147,7 @@ func (ws *watchers) alive(uri string, w *watcher) bool {
 // run notifies the subscribers of uri on each phase change of operation
 // id. Change signals come at once from the controller; the store is also
 // re-read every Recheck, so a change made by another process is seen too.
-func (ws *watchers) run(ctx context.Context, uri, id string, phase pollwarden.Phase, w *watcher) {
-	signal, unsub := ws.s.o.Changes.Subscribe(id)
+func (ws *watchers) run(ctx context.Context, uri, id string, phase pollwarden.Phase, w *watcher, signal <-chan struct{}, unsub func()) {
 	defer unsub()
 	tick := time.NewTicker(ws.s.o.Recheck)
 	defer tick.Stop()

@@ -43,12 +43,7 @@ func TestOperationResourceOverStdio(t *testing.T) {
 
 	r.srv.Script("held", fp.State("running", nil))
 	r.ok("watch_job", map[string]any{"contract": "mcp-test", "job_id": "held", "operation_id": "op-res"})
-	if err := r.session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	// Under protocol 2026-07-28 Subscribe opens subscriptions/listen in
-	// the background without waiting for it; give it a moment.
-	time.Sleep(300 * time.Millisecond)
+	r.subscribe(ctx, uri)
 	r.srv.Script("held", fp.Failed("export quota exceeded"))
 	select {
 	case got := <-updated:

@@ -248,6 +248,7 @@ func TestServeMCPOverHTTP(t *testing.T) {
 			updated <- r.Params.URI
 		},
 	})
+	acks := acknowledgements(client)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base + "/mcp",
@@ -306,12 +307,7 @@ func TestServeMCPOverHTTP(t *testing.T) {
 	// provider finish, get notified, read the outcome.
 	tool("watch_job", map[string]any{"contract": "proc-test", "job_id": "gated", "operation_id": "mcp-gated"})
 	uri := "pollwarden://operations/mcp-gated"
-	if err := session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	// Under protocol 2026-07-28 Subscribe opens subscriptions/listen in
-	// the background without waiting for it; give it a moment.
-	time.Sleep(300 * time.Millisecond)
+	subscribe(ctx, t, session, acks, uri)
 	srv.Script("gated", fp.Succeeded("https://files.example.com/g.csv"))
 	select {
 	case got := <-updated:
