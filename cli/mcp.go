@@ -25,7 +25,7 @@ type mcpFlags struct {
 func mcpCmd(env Env) *cobra.Command {
 	var f mcpFlags
 	cmd := &cobra.Command{
-		Use:   "mcp --store PATH --contracts DIR",
+		Use:   "mcp --contracts DIR [--store PATH|postgres://…]",
 		Short: "Serve the MCP tools on stdio, with an embedded scheduler, for an agent host",
 		Long: `mcp speaks the Model Context Protocol on stdin/stdout, for an agent host
 that starts it from its configuration. Tools: watch_job, get_job, wait_job,
