@@ -55,7 +55,9 @@ func TestSignVerifiedIndependently(t *testing.T) {
 		t.Fatalf("independent verification failed for %s", sig)
 	}
 	for name, tamper := range map[string]func() bool{
-		"body":      func() bool { return verify(secret, "pw_1", "1764500000", []byte(`{"type":"operation.succeeded"}`), sig) },
+		"body": func() bool {
+			return verify(secret, "pw_1", "1764500000", []byte(`{"type":"operation.succeeded"}`), sig)
+		},
 		"id":        func() bool { return verify(secret, "pw_2", "1764500000", body, sig) },
 		"timestamp": func() bool { return verify(secret, "pw_1", "1764500001", body, sig) },
 	} {
