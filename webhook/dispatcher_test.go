@@ -294,6 +294,15 @@ func TestWhatIsSent(t *testing.T) {
 	old := f.create(t, "before")
 	f.move(t, old, pollwarden.PhaseEscalated, pollwarden.EventEscalated)
 	d := f.dispatcher(t, "a")
+	for range 2 { // Init is idempotent
+		if err := d.Init(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, _, _ := f.st.AuditHead(t.Context())
+	if cur, err := f.st.OutboxCursor(t.Context()); err != nil || cur != head || head == 0 {
+		t.Fatalf("after Init the cursor is %d (%v), want the audit head %d", cur, err, head)
+	}
 	f.tick(t, d)
 	if n := len(f.outbox(t, "")); n != 0 {
 		t.Fatalf("%d messages for history from before the first run", n)

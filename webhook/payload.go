@@ -116,15 +116,7 @@ func (d *Dispatcher) enqueue(ctx context.Context) (more bool, err error) {
 		return false, err
 	}
 	if cur < 0 {
-		head, _, err := d.store.AuditHead(ctx)
-		if err != nil {
-			return false, err
-		}
-		err = d.outbox.OutboxEnqueue(ctx, pollwarden.OutboxEnqueueParams{From: -1, To: head})
-		if err == nil {
-			d.log.Info("webhooks start after the current audit head; earlier events are not sent", "audit_pos", head)
-		}
-		return true, ignoreConflict(err)
+		return true, d.start(ctx)
 	}
 	evs, err := d.store.EventScan(ctx, pollwarden.EventScanParams{AfterPos: cur, Limit: scanPage})
 	if err != nil || len(evs) == 0 {
@@ -148,4 +140,28 @@ func ignoreConflict(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Init sets the cursor at the audit head on a store's first run with
+// webhooks, so that every event appended after Init returns is sent; a
+// daemon calls it before it accepts work. It does nothing once the cursor
+// is set.
+func (d *Dispatcher) Init(ctx context.Context) error {
+	cur, err := d.outbox.OutboxCursor(ctx)
+	if err != nil || cur >= 0 {
+		return err
+	}
+	return d.start(ctx)
+}
+
+func (d *Dispatcher) start(ctx context.Context) error {
+	head, _, err := d.store.AuditHead(ctx)
+	if err != nil {
+		return err
+	}
+	err = d.outbox.OutboxEnqueue(ctx, pollwarden.OutboxEnqueueParams{From: -1, To: head})
+	if err == nil {
+		d.log.Info("webhooks start after the current audit head; earlier events are not sent", "audit_pos", head)
+	}
+	return ignoreConflict(err)
 }
