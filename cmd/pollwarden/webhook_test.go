@@ -194,3 +194,45 @@ timeout: 1s
 	}
 	assertNoCanary(t, dir, p1, p2)
 }
+
+// A bad webhooks file, or a signing secret that is not there, refuses to
+// start (exit 2) with the problem named and nothing stored.
+func TestServeWebhooksRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	cdir := filepath.Join(dir, "contracts")
+	if err := os.Mkdir(cdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	contractFile(t, cdir, "http://127.0.0.1:1")
+	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))
+	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PW_WEBHOOK_SHORT", "whsec_"+base64.StdEncoding.EncodeToString([]byte("too-short")))
+	for name, c := range map[string]struct{ file, want string }{
+		"unknown key": {"webhooks:\n  - {name: a, url: 'https://h.example/x', secret: 'env:PW_X', colour: red}\n",
+			"line 2: webhooks[0].colour: unknown key"},
+		"bad url": {"webhooks:\n  - name: a\n    url: /relative\n    secret: env:PW_X\n",
+			"line 3: webhooks[0].url: must be an absolute http:// or https:// URL"},
+		"unset secret": {"webhooks:\n  - {name: ops, url: 'https://h.example/x', secret: 'env:PW_WEBHOOK_UNSET'}\n",
+			"endpoint ops: credential env:PW_WEBHOOK_UNSET is not set"},
+		"not a key": {"webhooks:\n  - {name: ops, url: 'https://h.example/x', secret: 'env:PW_WEBHOOK_SHORT'}\n",
+			"endpoint ops: signing secret env:PW_WEBHOOK_SHORT must decode to 24 to 64 bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+			if err := os.WriteFile(f, []byte(c.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			store := filepath.Join(dir, "never.db")
+			p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", store, "--contracts", cdir,
+				"--tokens", filepath.Join(dir, "tokens.yaml"), "--webhooks", f)
+			if code := p.exitCode(t); code != 2 || !strings.Contains(p.stderr.String(), c.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, p.stderr.String(), c.want)
+			}
+			if _, err := os.Stat(store); !os.IsNotExist(err) {
+				t.Fatalf("a refused start created the store: %v", err)
+			}
+		})
+	}
+}
