@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/sqlite"
 )
 
@@ -80,8 +82,14 @@ func (r *receiver) got() []hit {
 	return append([]hit(nil), r.hits...)
 }
 
+// store is what the dispatcher needs from a store driver.
+type store interface {
+	pollwarden.Store
+	pollwarden.Outbox
+}
+
 type fixture struct {
-	st    *sqlite.Store
+	st    store
 	clk   *clock
 	cfg   *Config
 	count map[string]int
@@ -90,11 +98,21 @@ type fixture struct {
 
 func newFixture(t *testing.T, url string, retry Retry) *fixture {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
+	return newFixtureOn(t, openSQLite(t, sqlite.Options{}), url, retry)
+}
+
+func openSQLite(t *testing.T, opts sqlite.Options) store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "pw.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newFixtureOn(t *testing.T, st store, url string, retry Retry) *fixture {
+	t.Helper()
 	return &fixture{st: st, clk: &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, count: map[string]int{},
 		cfg: &Config{Endpoints: []Endpoint{{Name: "ops", URL: url, Secret: "env:WH", Events: []string{ClassEscalated, ClassFinal}}},
 			Retry: retry, Timeout: 5 * time.Second}}
@@ -288,8 +306,22 @@ func TestDeadAfterBound(t *testing.T) {
 // escalation is a message and the final outcome exactly one, whichever
 // event reached it; an endpoint gets only the classes it asked for.
 func TestWhatIsSent(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { whatIsSent(t, openSQLite(t, sqlite.Options{})) })
+	// A sealed store: the dispatcher reads raw events and records, never
+	// a payload, so it needs no key; here it runs with the key, as serve
+	// does when given --audit-key.
+	t.Run("sealed", func(t *testing.T) {
+		k, err := audit.NewSealKey(bytes.Repeat([]byte{7}, audit.SealKeySize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whatIsSent(t, openSQLite(t, sqlite.Options{Sealer: k}))
+	})
+}
+
+func whatIsSent(t *testing.T, st store) {
 	r := newReceiver(t, nil)
-	f := newFixture(t, r.URL, fast)
+	f := newFixtureOn(t, st, r.URL, fast)
 	f.cfg.Endpoints = append(f.cfg.Endpoints, Endpoint{Name: "final-only", URL: r.URL + "/final", Secret: "env:WH", Events: []string{ClassFinal}})
 	old := f.create(t, "before")
 	f.move(t, old, pollwarden.PhaseEscalated, pollwarden.EventEscalated)
@@ -345,8 +377,13 @@ func TestWhatIsSent(t *testing.T) {
 // Two dispatchers (two replicas) on one store: every message is enqueued
 // once and delivered once.
 func TestTwoDispatchersDeliverOnce(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { twoDispatchers(t, openSQLite(t, sqlite.Options{})) })
+	t.Run("postgres", func(t *testing.T) { twoDispatchers(t, openPostgres(t)) })
+}
+
+func twoDispatchers(t *testing.T, st store) {
 	r := newReceiver(t, nil)
-	f := newFixture(t, r.URL, fast)
+	f := newFixtureOn(t, st, r.URL, fast)
 	a, b := f.dispatcher(t, "a"), f.dispatcher(t, "b")
 	f.tick(t, a)
 	for i := range 20 {
