@@ -425,3 +425,34 @@ func TestUnresolvableSecretRetries(t *testing.T) {
 		t.Fatalf("sent %d; pending %+v", len(r.got()), p)
 	}
 }
+
+// Stopping lets an attempt in flight finish and records its result: a
+// message the receiver accepted is not sent again after a restart.
+func TestStopFinishesAttemptInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	r := newReceiver(t, func(n int) (int, http.Header) {
+		if n == 1 {
+			close(entered)
+		}
+		<-release
+		return 200, nil
+	})
+	f := newFixture(t, r.URL, fast)
+	d := f.dispatcher(t, "a")
+	if err := d.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.move(t, f.create(t, "op1"), pollwarden.PhaseSucceeded, pollwarden.EventSucceeded)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	<-entered
+	cancel()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if del := f.outbox(t, pollwarden.OutboxDelivered); len(del) != 1 || len(r.got()) != 1 {
+		t.Fatalf("after a stop mid-attempt: delivered %+v, receiver saw %d", del, len(r.got()))
+	}
+}
