@@ -74,3 +74,25 @@ extra: 1
 		}
 	}
 }
+
+// FuzzParse: no input panics, and an accepted file only holds usable
+// endpoints.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("webhooks:\n  - {name: a, url: 'https://h.example/x', secret: 'env:S', events: [final]}\nretry: {base: 1s, max: 2s, attempts: 3}\n"))
+	f.Add([]byte("webhooks: &a [*a]\n"))
+	f.Add([]byte("webhooks:\n  - name: [x]\n    url: {a: b}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if len(c.Endpoints) == 0 || c.Timeout <= 0 || c.Retry.Base <= 0 || c.Retry.Base > c.Retry.Max || c.Retry.Attempts < 1 {
+			t.Fatalf("accepted %q as %+v", data, c)
+		}
+		for _, e := range c.Endpoints {
+			if !nameRE.MatchString(e.Name) || checkURL(e.URL) != nil || checkRef(e.Secret) != nil || len(e.Events) == 0 {
+				t.Fatalf("accepted endpoint %+v from %q", e, data)
+			}
+		}
+	})
+}
