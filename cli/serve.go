@@ -18,6 +18,7 @@ import (
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/metrics"
 	"github.com/pollwarden/pollwarden/scheduler"
+	"github.com/pollwarden/pollwarden/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 )
@@ -30,16 +31,24 @@ type serveFlags struct {
 func serveCmd(env Env) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve --listen ADDR --store PATH|postgres://… --contracts DIR --tokens FILE",
+		Use:   "serve --listen ADDR --store PATH|postgres://… --contracts DIR --tokens FILE [--webhooks FILE]",
 		Short: "Run the daemon: the JSON API, the scheduler that owns every wait, metrics",
 		Long: `serve owns every registered wait: a scheduler steps due operations (one
 lease per request, never while sleeping, a per-contract request-rate ceiling,
 overdue work paced after a restart), and a JSON API lets agents register jobs
 and read outcomes and approvers decide escalations. Every *.yaml in
 --contracts is a contract; SIGHUP reloads them and the tokens file (a bad
-file keeps the old set and is reported). A create whose contract's
-credential is missing from serve's environment is refused (422). SIGINT/SIGTERM stop claiming, let in-flight requests
-finish, and exit. See README "The daemon" and GET /v1/openapi.json.`,
+file keeps what was loaded before and is reported). A create whose
+contract's credential is missing from serve's environment is refused (422).
+SIGINT/SIGTERM stop claiming, let in-flight requests finish, and exit. See
+README "The daemon" and GET /v1/openapi.json.
+
+--webhooks FILE lists receivers (name, url, secret: env:NAME or file:PATH,
+events: escalated and/or final). On every escalation and every final
+outcome each receiver gets a POST signed per Standard Webhooks (webhook-id,
+webhook-timestamp, webhook-signature), sent from a durable outbox in the
+store, retried with backoff and jitter, at least once across restarts. The
+file is read at start (SIGHUP does not reload it). See docs/webhooks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
 	}
@@ -48,7 +57,7 @@ finish, and exit. See README "The daemon" and GET /v1/openapi.json.`,
 	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	fl.StringVar(&f.contracts, "contracts", "", "directory of contract files (*.yaml)")
 	fl.StringVar(&f.tokens, "tokens", "", "tokens file: names, roles and sha256 of bearer tokens")
-	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file (not available in this version)")
+	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file: receivers of signed POSTs on escalations and final outcomes (docs/webhooks.md)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
 	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
@@ -61,8 +70,6 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(errors.New("--contracts is required"))
 	case f.tokens == "":
 		return usage(errors.New("--tokens is required"))
-	case f.webhooks != "":
-		return usage(errors.New("--webhooks: webhooks are not available in this version"))
 	case f.concurrency < 1:
 		return usage(fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency))
 	}
@@ -78,6 +85,12 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return usage(err)
 	}
+	var hooks *webhook.Config
+	if f.webhooks != "" {
+		if hooks, err = env.loadWebhooks(f.webhooks); err != nil {
+			return usage(err)
+		}
+	}
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
@@ -88,19 +101,33 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	return serve(ctx, env, ln, st, set, reloadable{tokens: tokens, tokensPath: f.tokens}, f.concurrency, log)
+	return serve(ctx, env, ln, st, set, reloadable{tokens: tokens, tokensPath: f.tokens}, hooks, f.concurrency, log)
 }
 
 // serve wires the daemon: one controller shared by the API and the
 // scheduler, the controller's changes fanned out to long-polls and to the
-// scheduler, and signals for reload and shutdown.
-func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable, concurrency int, log *slog.Logger) error {
+// scheduler, the webhook dispatcher when hooks is set, and signals for
+// reload and shutdown.
+func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable,
+	hooks *webhook.Config, concurrency int, log *slog.Logger) error {
 	tokens := rl.tokens
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
 	reg := prometheus.NewRegistry()
 	e := env.newEngine(st, set, concurrency, log, metrics.New(reg))
 	ctl, sched, changes := e.ctl, e.sched, e.changes
+	var hookRun func(context.Context) error
+	if hooks != nil {
+		d, err := env.newDispatcher(st, hooks, reg, log)
+		if err != nil {
+			return err
+		}
+		// Before any request is accepted: every event from now on is sent.
+		if err := d.Init(ctx); err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+		hookRun = d.Run
+	}
 	// One listener: /mcp is the MCP door (streamable HTTP, the same tools
 	// as `pollwarden mcp`), every other path the JSON API with its own
 	// 404/405 answers.
@@ -130,6 +157,16 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(ctx) }()
+	// The dispatcher stops with the scheduler: attempts in flight finish
+	// (each within the webhooks timeout) and are recorded.
+	hooksDone := make(chan error, 1)
+	go func() {
+		if hookRun == nil {
+			hooksDone <- nil
+			return
+		}
+		hooksDone <- hookRun(ctx)
+	}()
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(ln) }()
 	log.Info("serving", "listen", ln.Addr().String(), "contracts", set.Names())
@@ -140,6 +177,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	case err := <-srvDone:
 		stop()
 		<-schedDone
+		<-hooksDone
 		return err
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -147,6 +185,9 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	err := srv.Shutdown(shutCtx)
 	if serr := <-schedDone; err == nil {
 		err = serr
+	}
+	if herr := <-hooksDone; err == nil {
+		err = herr
 	}
 	log.Info("stopped")
 	return err

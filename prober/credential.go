@@ -12,17 +12,24 @@ import (
 // stored. Errors name the reference, never a value: a malformed reference
 // is not echoed at all, since a user may have pasted the secret itself.
 func (p *Prober) resolve(ref string) (string, error) {
+	return ResolveSecret(ref, p.getenv, p.readFile)
+}
+
+// ResolveSecret reads the secret behind an env:NAME or file:PATH
+// reference, the one syntax for secrets in contracts and the webhooks file;
+// errors name the reference, never a value.
+func ResolveSecret(ref string, getenv func(string) (string, bool), readFile func(string) ([]byte, error)) (string, error) {
 	kind, name, _ := strings.Cut(ref, ":")
 	var secret string
 	switch {
 	case kind == "env" && name != "":
-		v, ok := p.getenv(name)
+		v, ok := getenv(name)
 		if !ok {
 			return "", fmt.Errorf("credential %s is not set", ref)
 		}
 		secret = v
 	case kind == "file" && name != "":
-		b, err := p.readFile(name)
+		b, err := readFile(name)
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {

@@ -189,8 +189,8 @@ func TestOpenEmptyFileAndReopen(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	}
-	if got := rawQuery(t, path, "SELECT count(*) FROM pollwarden_migrations"); got != "1" {
-		t.Fatalf("%s migrations recorded, want 1", got)
+	if got, want := rawQuery(t, path, "SELECT count(*) FROM pollwarden_migrations"), migrationCount(t); got != want {
+		t.Fatalf("%s migrations recorded, want %s", got, want)
 	}
 	if got := rawQuery(t, path, "PRAGMA application_id"); got != "1886350444" {
 		t.Fatalf("application_id %s", got)

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/metrics"
+	"github.com/pollwarden/pollwarden/prober"
+	"github.com/pollwarden/pollwarden/webhook"
+)
+
+// loadWebhooks reads the --webhooks file and refuses to start when an
+// endpoint's signing secret cannot be resolved or is not a Standard
+// Webhooks key, naming the endpoint and the reference, never a value. The
+// secrets are resolved again at every attempt, so a rotated one is used
+// without a restart.
+func (env Env) loadWebhooks(path string) (*webhook.Config, error) {
+	cfg, err := webhook.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--webhooks: %w", err)
+	}
+	for _, e := range cfg.Endpoints {
+		s, err := env.resolveSecret(e.Secret)
+		if err == nil {
+			_, err = webhook.ParseSecret(s)
+			if err != nil {
+				err = fmt.Errorf("signing secret %s %w", e.Secret, err)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--webhooks: %s: endpoint %s: %w", path, e.Name, err)
+		}
+	}
+	return cfg, nil
+}
+
+func (env Env) resolveSecret(ref string) (string, error) {
+	return prober.ResolveSecret(ref, env.Getenv, os.ReadFile)
+}
+
+// newDispatcher wires the webhook dispatcher of one serve process on the
+// daemon's registry; its claim owner is unique to the process.
+func (env Env) newDispatcher(st pollwarden.Store, cfg *webhook.Config, reg prometheus.Registerer, log *slog.Logger) (*webhook.Dispatcher, error) {
+	ob, ok := st.(pollwarden.Outbox)
+	if !ok {
+		return nil, usage(fmt.Errorf("--webhooks: this store (%T) keeps no webhook outbox", st))
+	}
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return webhook.New(webhook.Options{Store: st, Outbox: ob, Config: cfg,
+		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
+		Now:   time.Now, Rand: newRand(), Resolve: env.resolveSecret,
+		Logger: log.With("component", "webhooks"), Observer: metrics.NewWebhooks(reg)})
+}

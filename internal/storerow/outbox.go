@@ -1,0 +1,124 @@
+package storerow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// CheckEnqueue refuses an outbox enqueue that would store a message no
+// dispatcher could send, or move the cursor backwards.
+func CheckEnqueue(p pollwarden.OutboxEnqueueParams) error {
+	if p.From < -1 || p.To < p.From || p.To < 0 {
+		return fmt.Errorf("%w: cursor move from %d to %d", pollwarden.ErrInvalid, p.From, p.To)
+	}
+	for i, m := range p.Messages {
+		switch {
+		case m.ID == "" || m.Key == "" || m.Endpoint == "" || m.Type == "" || len(m.Body) == 0:
+			return fmt.Errorf("%w: message %d needs an id, a key, an endpoint, a type and a body", pollwarden.ErrInvalid, i)
+		case m.EventPos <= p.From || m.EventPos > p.To:
+			return fmt.Errorf("%w: message %d: event %d outside the enqueued range (%d, %d]", pollwarden.ErrInvalid, i, m.EventPos, p.From, p.To)
+		}
+		if err := CheckTime("message created_at", m.CreatedAt); err != nil || m.CreatedAt.IsZero() {
+			return fmt.Errorf("%w: message %d: created_at %v", pollwarden.ErrInvalid, i, m.CreatedAt)
+		}
+	}
+	return nil
+}
+
+// CheckClaim refuses a claim without an owner, a time or a positive TTL.
+func CheckClaim(p pollwarden.OutboxClaimParams) error {
+	if p.Owner == "" || p.Now.IsZero() || p.TTL <= 0 {
+		return fmt.Errorf("%w: an outbox claim needs an owner, a time and a positive TTL", pollwarden.ErrInvalid)
+	}
+	return CheckTime("claim expiry", p.Now.Add(p.TTL))
+}
+
+// CheckSettle refuses a settlement that names no claim or no result.
+func CheckSettle(p pollwarden.OutboxSettleParams) error {
+	switch {
+	case p.Seq <= 0 || p.Owner == "" || p.Attempt <= 0 || p.Now.IsZero():
+		return fmt.Errorf("%w: an outbox settlement needs a message, its owner, the attempt and a time", pollwarden.ErrInvalid)
+	case p.Status != pollwarden.OutboxPending && p.Status != pollwarden.OutboxDelivered && p.Status != pollwarden.OutboxDead:
+		return fmt.Errorf("%w: outbox status %q", pollwarden.ErrInvalid, p.Status)
+	case p.Status == pollwarden.OutboxPending && p.NextAttemptAt.IsZero():
+		return fmt.Errorf("%w: a retry needs its next attempt time", pollwarden.ErrInvalid)
+	}
+	return CheckTime("next attempt", p.NextAttemptAt)
+}
+
+// ClaimLimit is the page a claim takes when it names none.
+func ClaimLimit(n int) int {
+	if n <= 0 {
+		return 16
+	}
+	return n
+}
+
+// ParseTimePtr reads a stored nullable time.
+func ParseTimePtr(s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := ParseTime(*s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// OutboxCols are the webhook_outbox columns ScanOutbox reads, in order.
+const OutboxCols = "seq, webhook_id, key, endpoint, event_pos, operation_id, type, body, created_at, status, " +
+	"attempts, next_attempt_at, claim_owner, claim_expires_at, last_status, last_error, settled_at"
+
+// OutboxInsertCols are the columns an enqueue writes, in the order of
+// OutboxInsertArgs.
+const OutboxInsertCols = "webhook_id, key, endpoint, event_pos, operation_id, type, body, created_at, status, next_attempt_at"
+
+// OutboxInsertArgs are the values of OutboxInsertCols for m, pending and
+// due at its creation.
+func OutboxInsertArgs(m pollwarden.OutboxMessage) []any {
+	at := FormatTime(m.CreatedAt)
+	return []any{m.ID, m.Key, m.Endpoint, m.EventPos, m.OperationID, m.Type, m.Body, at, string(pollwarden.OutboxPending), at}
+}
+
+// ScanOutbox reads one row of OutboxCols through scan (a driver's Scan).
+func ScanOutbox(scan func(dest ...any) error) (pollwarden.OutboxMessage, error) {
+	var m pollwarden.OutboxMessage
+	var created, next, status string
+	var owner, claimExp, settled *string
+	err := scan(&m.Seq, &m.ID, &m.Key, &m.Endpoint, &m.EventPos, &m.OperationID, &m.Type, &m.Body, &created, &status,
+		&m.Attempts, &next, &owner, &claimExp, &m.LastStatus, &m.LastError, &settled)
+	if err != nil {
+		return m, err
+	}
+	m.Status = pollwarden.OutboxStatus(status)
+	if owner != nil {
+		m.ClaimOwner = *owner
+	}
+	if m.CreatedAt, err = ParseTime(created); err != nil {
+		return m, err
+	}
+	if m.NextAttemptAt, err = ParseTime(next); err != nil {
+		return m, err
+	}
+	if m.ClaimExpiresAt, err = ParseTimePtr(claimExp); err != nil {
+		return m, err
+	}
+	m.SettledAt, err = ParseTimePtr(settled)
+	return m, err
+}
+
+// SettleArgs are the values of an outbox settlement's SET clause, in the
+// order status, next_attempt_at, last_status, last_error, settled_at; the
+// claim is always cleared beside them.
+func SettleArgs(p pollwarden.OutboxSettleParams) []any {
+	next := p.NextAttemptAt
+	var settled any
+	if p.Status != pollwarden.OutboxPending {
+		next = p.Now
+		settled = FormatTime(p.Now)
+	}
+	return []any{string(p.Status), FormatTime(next), p.LastStatus, p.LastError, settled}
+}
