@@ -39,6 +39,12 @@ type Outbox interface {
 	// OutboxList returns messages in enqueue order, only those in p.Status
 	// when it is set; p.Limit <= 0 means all.
 	OutboxList(ctx context.Context, p OutboxListParams) ([]OutboxMessage, error)
+	// OutboxRequeue makes a dead or delivered message pending again, due
+	// at now, with its attempts counted from zero: an operator sends it
+	// again (same webhook-id, same body) once the receiver is fixed. It
+	// fails with ErrNotFound for an unknown seq and ErrConflict for a
+	// message still pending, which would be sent anyway.
+	OutboxRequeue(ctx context.Context, seq int64, now time.Time) error
 }
 
 // OutboxStatus is where a message stands.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -143,4 +144,19 @@ func collectOutbox(rows pgx.Rows) ([]pollwarden.OutboxMessage, error) {
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// OutboxRequeue makes a dead or delivered message pending again, due at now.
+func (s *Store) OutboxRequeue(ctx context.Context, seq int64, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, storerow.OutboxRequeueSQL("$1", "$2"), storerow.FormatTime(now), seq)
+	if err == nil && tag.RowsAffected() != 1 {
+		var exists bool
+		if err = s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM webhook_outbox WHERE seq = $1)", seq).Scan(&exists); err == nil {
+			err = storerow.RequeueMiss(seq, exists)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: requeue webhook %d: %w", seq, err)
+	}
+	return nil
 }

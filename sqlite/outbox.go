@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/storerow"
@@ -163,4 +164,26 @@ func (s *Store) OutboxList(ctx context.Context, p pollwarden.OutboxListParams) (
 		return nil, fmt.Errorf("sqlite: list webhooks: %w", err)
 	}
 	return out, nil
+}
+
+// OutboxRequeue makes a dead or delivered message pending again, due at now.
+func (s *Store) OutboxRequeue(ctx context.Context, seq int64, now time.Time) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, storerow.OutboxRequeueSQL("?", "?"), storerow.FormatTime(now), seq)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM webhook_outbox WHERE seq = ?)", seq).Scan(&exists); err != nil {
+			return err
+		}
+		return storerow.RequeueMiss(seq, exists)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: requeue webhook %d: %w", seq, err)
+	}
+	return nil
 }

@@ -36,6 +36,7 @@ func RunOutbox(t *testing.T, open func(t *testing.T) OutboxStore) {
 		{"ConcurrentClaimersNeverShare", testOutboxConcurrentClaims},
 		{"ClaimExpiresAndFences", testOutboxClaimExpiry},
 		{"SettleRetryDeliveredDead", testOutboxSettle},
+		{"RequeueSettledOnly", testOutboxRequeue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
@@ -320,5 +321,50 @@ func testOutboxSettle(t *testing.T, s OutboxStore) {
 	err := s.OutboxSettle(context.Background(), pollwarden.OutboxSettleParams{Seq: m.Seq, Owner: "B", Attempt: 2, Status: "lost", Now: t0})
 	if !errors.Is(err, pollwarden.ErrInvalid) {
 		t.Fatalf("unknown status: %v", err)
+	}
+}
+
+// testOutboxRequeue: an operator's requeue makes a dead or delivered
+// message due again with a fresh count of attempts, the same id and body;
+// a pending message or an unknown seq is refused and nothing changes.
+func testOutboxRequeue(t *testing.T, s OutboxStore) {
+	ctx := context.Background()
+	enqueue(t, s, -1, 2, msg("a", "e1", 1, t0), msg("b", "e1", 2, t0))
+	ms := claim(t, s, "A", t0, 2)
+	if err := settle(s, ms[0], "A", pollwarden.OutboxDead, t0, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OutboxRequeue(ctx, ms[1].Seq, at(time.Minute)); !errors.Is(err, pollwarden.ErrConflict) {
+		t.Fatalf("requeue of a pending (claimed) message: %v, want ErrConflict", err)
+	}
+	// b waits for a retry long after this test's claims.
+	if err := settle(s, ms[1], "A", pollwarden.OutboxPending, t0, at(100*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OutboxRequeue(ctx, ms[1].Seq, at(time.Minute)); !errors.Is(err, pollwarden.ErrConflict) {
+		t.Fatalf("requeue of a message waiting for its retry: %v, want ErrConflict", err)
+	}
+	if err := s.OutboxRequeue(ctx, 999, at(time.Minute)); !errors.Is(err, pollwarden.ErrNotFound) {
+		t.Fatalf("requeue of an unknown message: %v, want ErrNotFound", err)
+	}
+	if err := s.OutboxRequeue(ctx, ms[0].Seq, at(time.Hour)); err != nil {
+		t.Fatalf("requeue of a dead message: %v", err)
+	}
+	if got := claim(t, s, "B", at(59*time.Minute), 2); len(got) != 0 {
+		t.Fatalf("a requeued message was claimed before it was due: %+v", got)
+	}
+	got := claim(t, s, "B", at(time.Hour), 2)
+	if len(got) != 1 || got[0].Seq != ms[0].Seq || got[0].Attempts != 1 || got[0].ID != ms[0].ID ||
+		string(got[0].Body) != string(ms[0].Body) || got[0].SettledAt != nil {
+		t.Fatalf("after the requeue: %+v", got)
+	}
+	if err := settle(s, got[0], "B", pollwarden.OutboxDelivered, at(time.Hour), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OutboxRequeue(ctx, ms[0].Seq, at(2*time.Hour)); err != nil {
+		t.Fatalf("requeue of a delivered message: %v", err)
+	}
+	if p := list(t, s, pollwarden.OutboxPending); len(p) != 2 {
+		t.Fatalf("pending after the second requeue: %+v", p)
 	}
 }

@@ -122,3 +122,22 @@ func SettleArgs(p pollwarden.OutboxSettleParams) []any {
 	}
 	return []any{string(p.Status), FormatTime(next), p.LastStatus, p.LastError, settled}
 }
+
+// OutboxRequeueSQL makes a settled message pending again; its placeholders
+// are the next attempt time and the seq, in that order ("?" or "$n" is the
+// driver's: pass the driver's placeholders).
+func OutboxRequeueSQL(next, seq string) string {
+	return "UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_attempt_at = " + next +
+		", claim_owner = NULL, claim_expires_at = NULL, settled_at = NULL" +
+		" WHERE seq = " + seq + " AND status <> 'pending'"
+}
+
+// RequeueMiss explains why a requeue changed no row: the message is unknown
+// (ErrNotFound) or still pending (ErrConflict). pending is whether a row
+// with that seq exists at all, read after the failed update.
+func RequeueMiss(seq int64, exists bool) error {
+	if !exists {
+		return fmt.Errorf("%w: no webhook message %d", pollwarden.ErrNotFound, seq)
+	}
+	return fmt.Errorf("%w: webhook message %d is still pending: it will be sent without a requeue", pollwarden.ErrConflict, seq)
+}
