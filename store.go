@@ -34,6 +34,18 @@ type Store interface {
 	// LeaseRelease frees the lease if l is still current; releasing a lost
 	// lease is not an error.
 	LeaseRelease(ctx context.Context, l *Lease) error
+	// OperationClaim is LeaseAcquire, the reload under the lease and the
+	// reservation of the next request (R11, R22) in one write transaction:
+	// a step then costs two writes (this and its decision saved with
+	// SaveParams.Release) instead of four. If the lease is held at p.Now it
+	// fails with ErrLeaseHeld and calls nothing. Otherwise it reads the
+	// record as stored and calls p.Reserve with it. When Reserve returns a
+	// record, that record (its Version as read) and its events are saved
+	// and the lease taken with the next epoch, together; OperationClaim
+	// returns the saved record (Version incremented) and the lease. When
+	// Reserve returns nil, nothing is written, no lease is taken, and
+	// OperationClaim returns the record as read and a nil lease.
+	OperationClaim(ctx context.Context, p ClaimParams) (*Operation, *Lease, error)
 	// EventList returns an operation's events in order (by Seq), with Data
 	// decoded from the stored payload and Payload holding the stored bytes;
 	// none and no error for an unknown operation. It fails when a payload
@@ -80,6 +92,28 @@ type SaveParams struct {
 	Lease  *Lease
 	Events []Event
 	Now    time.Time
+	// Release frees Lease in the same transaction as the save (the epoch
+	// is kept), so that a step's last write also ends its ownership. The
+	// save checks the lease first, so only the current lease is ever
+	// released this way; a lost lease still fails with ErrLeaseLost.
+	// Ignored without a Lease.
+	Release bool
+}
+
+// ClaimParams is the input of OperationClaim: the lease asked for, and
+// the reservation to make under it.
+type ClaimParams struct {
+	OperationID string
+	Owner       string
+	Now         time.Time
+	TTL         time.Duration
+	// Reserve sees the record read under the lease (a copy it may keep)
+	// and returns the record to save, with Version left as read, and its
+	// events; or nil to take nothing. It runs inside the store's write
+	// transaction, possibly more than once (a driver may retry a busy
+	// transaction), so it must be quick and decide from its argument
+	// alone, e.g. policy.Gate then policy.Reserve.
+	Reserve func(op *Operation) (*Operation, []Event)
 }
 
 // LeaseParams is the input of LeaseAcquire.

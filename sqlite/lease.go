@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -83,4 +84,100 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 		return fmt.Errorf("sqlite: release lease on %q: %w", l.OperationID, err)
 	}
 	return nil
+}
+
+// claimSQL reads, in a claim's transaction, everything the claim decides
+// from and where its events go: the lease, the record, the chain's head
+// and the operation's last seq, in one statement.
+const claimSQL = "SELECT version, record, lease_owner, lease_epoch, lease_expires_at, " + headCols + ", " + seqCol +
+	" FROM operations WHERE id = ?"
+
+// OperationClaim takes the lease and saves the reservation p.Reserve makes
+// on the record read under it, in one IMMEDIATE transaction (see
+// pollwarden.Store). Reserve runs while the write lock is held, and again
+// if the transaction is retried after SQLITE_BUSY.
+func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
+	if err := storerow.CheckClaim(p); err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+	}
+	now := nowOr(p.Now)
+	var read *pollwarden.Operation
+	var cl storerow.Claim
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var ls leaseState
+		var cs storerow.Chain
+		var rec string
+		stored := new(pollwarden.Operation)
+		err := tx.StmtContext(ctx, s.claimStmt).QueryRowContext(ctx, p.OperationID).
+			Scan(&stored.Version, &rec, &ls.owner, &ls.epoch, &ls.expires, &cs.Pos, &cs.Hash, &cs.Seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pollwarden.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		version := stored.Version
+		if err := json.Unmarshal([]byte(rec), stored); err != nil {
+			return fmt.Errorf("decode stored record: %w", err)
+		}
+		stored.Version = version // the column is authoritative
+		read = stored
+		if cl, err = storerow.DecideClaim(s.sealer, stored, ls.stored(), now, p); err != nil || cl.Op == nil {
+			return err
+		}
+		args, err := recordArgs(cl.Op)
+		if err != nil {
+			return err
+		}
+		l := cl.Lease
+		args = append(args, l.Owner, l.Epoch, storerow.FormatTime(l.ExpiresAt), p.OperationID)
+		if _, err := tx.StmtContext(ctx, s.claimUpdateStmt).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, p.OperationID, cs, cl.Prepared)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+	}
+	if cl.Op == nil {
+		return read, nil, nil
+	}
+	storerow.PublishEvents(cl.Events, cl.Prepared)
+	return cl.Op, cl.Lease, nil
+}
+
+// hotStmts are the statements every step runs, prepared once per Store
+// (database/sql then keeps a prepared copy per pooled connection):
+// parsing a statement costs more than running it.
+type hotStmts struct {
+	getStmt, saveStmt, updateStmt, updateReleaseStmt, claimStmt, claimUpdateStmt *sql.Stmt
+}
+
+func (s *Store) prepareHot(ctx context.Context) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.getStmt, "SELECT version, record FROM operations WHERE id = ?"},
+		{&s.saveStmt, "SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?"},
+		{&s.updateStmt, updateOpSQL},
+		{&s.updateReleaseStmt, updateReleaseSQL},
+		{&s.claimStmt, claimSQL},
+		{&s.claimUpdateStmt, updateClaimSQL},
+	} {
+		st, err := s.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (s *Store) closeHot() {
+	for _, st := range []*sql.Stmt{s.getStmt, s.saveStmt, s.updateStmt, s.updateReleaseStmt, s.claimStmt, s.claimUpdateStmt} {
+		if st != nil {
+			st.Close()
+		}
+	}
 }

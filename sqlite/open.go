@@ -85,7 +85,9 @@ type Store struct {
 	modeKnown bool
 	// The statements of writes with events (see prepareStatements).
 	insertStmt, createChainStmt, saveChainStmt *sql.Stmt
-	closeErr                                   error
+	// The statements of a step's writes and reads (see prepareHot).
+	hotStmts
+	closeErr error
 }
 
 // Open opens the store at path, creating and migrating it when the file does
@@ -131,8 +133,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err == nil {
 		err = s.prepareStatements(ctx)
 	}
+	if err == nil {
+		err = s.prepareHot(ctx)
+	}
 	if err != nil {
 		s.closeStatements()
+		s.closeHot()
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
@@ -156,6 +162,7 @@ func (s *Store) Close() error {
 		files.Lock()
 		defer files.Unlock()
 		s.closeStatements()
+		s.closeHot()
 		s.closeErr = s.db.Close()
 		files.release(s.file)
 	})
