@@ -71,11 +71,15 @@ type Store struct {
 	db   *sql.DB
 	path string
 	file *openFile
-	// wmu serialises this process's write transactions so that goroutines
-	// queue in Go instead of sleeping in SQLite's busy handler, which polls
-	// with growing sleeps and would add latency under contention. Other
-	// processes are still excluded by BEGIN IMMEDIATE.
-	wmu       sync.Mutex
+	// wslot (capacity one) is held by the goroutine committing this
+	// process's writes, so that goroutines queue in Go instead of sleeping
+	// in SQLite's busy handler, which polls with growing sleeps and would
+	// add latency under contention; group holds the writes waiting for it,
+	// committed together (see write). Other processes are still excluded
+	// by BEGIN IMMEDIATE.
+	wslot     chan struct{}
+	gmu       sync.Mutex
+	group     []*pendingWrite
 	closeOnce sync.Once
 	sealer    audit.Sealer
 	// mode caches the store's sealing key id ("" = plain) once read; it
@@ -128,7 +132,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, path: abs, sealer: opts.Sealer}
+	s := &Store{db: db, path: abs, sealer: opts.Sealer, wslot: make(chan struct{}, 1)}
 	err = s.init(ctx)
 	if err == nil {
 		err = s.prepareStatements(ctx)
