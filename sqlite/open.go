@@ -2,9 +2,11 @@
 // mode, pure Go (modernc.org/sqlite, no cgo), safe for several goroutines
 // and for several processes on one machine sharing the file.
 //
-// Every write is one BEGIN IMMEDIATE transaction, so the write lock is taken
-// before anything is read and a version or lease check can never be
-// invalidated by another process before the commit. Open refuses, without
+// Every write runs in a BEGIN IMMEDIATE transaction, so the write lock is
+// taken before anything is read and a version or lease check can never be
+// invalidated by another process before the commit. Writes of one process
+// that queue for the lock share a transaction (group commit), each in its
+// own savepoint, so one commit serves many writes. Open refuses, without
 // writing a byte, any file that is not already a pollwarden store or empty.
 package sqlite
 
