@@ -38,8 +38,9 @@ type Store interface {
 	// reservation of the next request (R11, R22) in one write transaction:
 	// a step then costs two writes (this and its decision saved with
 	// SaveParams.Release) instead of four. If the lease is held at p.Now it
-	// fails with ErrLeaseHeld and calls nothing. Otherwise it reads the
-	// record as stored and calls p.Reserve with it. When Reserve returns a
+	// fails with ErrLeaseHeld and writes nothing. Otherwise it reads the
+	// record as stored and calls p.Reserve with it (see ClaimParams.Have
+	// for a caller's copy standing for it). When Reserve returns a
 	// record, that record (its Version as read) and its events are saved
 	// and the lease taken with the next epoch, together; OperationClaim
 	// returns the saved record (Version incremented) and the lease. When
@@ -107,13 +108,22 @@ type ClaimParams struct {
 	Owner       string
 	Now         time.Time
 	TTL         time.Duration
-	// Reserve sees the record read under the lease (a copy it may keep)
-	// and returns the record to save, with Version left as read, and its
-	// events; or nil to take nothing. It runs inside the store's write
-	// transaction, possibly more than once (a driver may retry a busy
-	// transaction), so it must be quick and decide from its argument
+	// Reserve sees the record (a copy it may keep) and returns the record
+	// to save, with Version left as read, and its events; or nil to take
+	// nothing. Only its answer for the record as stored under the lease is
+	// ever written. It may run more than once (a driver may retry a busy
+	// transaction, or run it on Have first) and may run inside the store's
+	// write transaction, so it must be quick and decide from its argument
 	// alone, e.g. policy.Gate then policy.Reserve.
 	Reserve func(op *Operation) (*Operation, []Event)
+	// Have, when set, is the caller's copy of the record. A driver may run
+	// Reserve on it before the transaction and, if the stored version is
+	// still Have.Version under the lease (every change of a record
+	// increments its version, so the stored record is then Have), write
+	// that answer without decoding the stored record again; otherwise it
+	// runs Reserve on the record as stored. Either way the answer written
+	// is Reserve's for the current record.
+	Have *Operation
 }
 
 // LeaseParams is the input of LeaseAcquire.

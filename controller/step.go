@@ -71,7 +71,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 	var gate policy.GateResult
 	var reservation []pollwarden.Event
 	reserved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct),
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
 		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
 			if gate = policy.Gate(fresh, ct, now); gate.Verdict != policy.Send {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/storerow"
@@ -94,43 +95,72 @@ const claimSQL = "SELECT version, record, lease_owner, lease_epoch, lease_expire
 
 // OperationClaim takes the lease and saves the reservation p.Reserve makes
 // on the record read under it, in one IMMEDIATE transaction (see
-// pollwarden.Store). Reserve runs while the write lock is held, and again
-// if the transaction is retried after SQLITE_BUSY.
+// pollwarden.Store). With p.Have, Reserve runs on it before the
+// transaction, which keeps that answer if the stored version is still
+// Have's; otherwise, and without Have, Reserve runs under the write lock
+// (again if the transaction is retried).
 func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
 	if err := storerow.CheckClaim(p); err != nil {
 		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
 	}
 	now := nowOr(p.Now)
+	// With the caller's copy, everything but the checks and the writes is
+	// done before the transaction: the write lock is this store's
+	// bottleneck (one writer at a time, whatever the cores).
+	pre, preRead, err := storerow.PreClaim(s.sealer, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+	}
+	var preArgs []any
+	if pre != nil && pre.Op != nil {
+		if preArgs, err = recordArgs(pre.Op); err != nil {
+			return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+		}
+	}
 	var read *pollwarden.Operation
 	var cl storerow.Claim
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var ls leaseState
 		var cs storerow.Chain
 		var rec string
-		stored := new(pollwarden.Operation)
+		var version int64
 		err := tx.StmtContext(ctx, s.claimStmt).QueryRowContext(ctx, p.OperationID).
-			Scan(&stored.Version, &rec, &ls.owner, &ls.epoch, &ls.expires, &cs.Pos, &cs.Hash, &cs.Seq)
+			Scan(&version, &rec, &ls.owner, &ls.epoch, &ls.expires, &cs.Pos, &cs.Hash, &cs.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return pollwarden.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		version := stored.Version
-		if err := json.Unmarshal([]byte(rec), stored); err != nil {
-			return fmt.Errorf("decode stored record: %w", err)
-		}
-		stored.Version = version // the column is authoritative
-		read = stored
-		if cl, err = storerow.DecideClaim(s.sealer, stored, ls.stored(), now, p); err != nil || cl.Op == nil {
+		if err := ls.stored().Claimable(now); err != nil {
 			return err
 		}
-		args, err := recordArgs(cl.Op)
-		if err != nil {
+		var args []any
+		if pre != nil && version == preRead.Version {
+			// The stored record is the caller's copy: its reservation stands.
+			read, cl, args = preRead, *pre, preArgs
+		} else {
+			stored := new(pollwarden.Operation)
+			if err := json.Unmarshal([]byte(rec), stored); err != nil {
+				return fmt.Errorf("decode stored record: %w", err)
+			}
+			stored.Version = version // the column is authoritative
+			read = stored
+			if cl, err = storerow.Reserve(s.sealer, stored, p); err != nil || cl.Op == nil {
+				return err
+			}
+			if args, err = recordArgs(cl.Op); err != nil {
+				return err
+			}
+		}
+		if cl.Op == nil {
+			return nil
+		}
+		if err := cl.Take(ls.stored(), now, p); err != nil {
 			return err
 		}
 		l := cl.Lease
-		args = append(args, l.Owner, l.Epoch, storerow.FormatTime(l.ExpiresAt), p.OperationID)
+		args = append(slices.Clip(args), l.Owner, l.Epoch, storerow.FormatTime(l.ExpiresAt), p.OperationID)
 		if _, err := tx.StmtContext(ctx, s.claimUpdateStmt).ExecContext(ctx, args...); err != nil {
 			return err
 		}

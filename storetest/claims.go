@@ -218,3 +218,43 @@ func testConcurrentClaims(t *testing.T, s pollwarden.Store) {
 	}
 	verify(t, s, "op-1", 2)
 }
+
+// testClaimWithHave: a caller's copy that is still current is reserved
+// as if read under the lease; a stale one never is — the reservation
+// written is Reserve's answer for the stored record.
+func testClaimWithHave(t *testing.T, s pollwarden.Store) {
+	create(t, s, newOp("op-1"))
+	stale := get(t, s, "op-1")
+	cur := stale.Clone()
+	cur.LastState = "running"
+	if err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: cur, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	claimWith := func(have *pollwarden.Operation, owner string, now time.Time) (*pollwarden.Operation, *pollwarden.Lease, error) {
+		return s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: owner, Now: now, TTL: ttl,
+			Have: have, Reserve: reserve(now, nil)})
+	}
+	op, l, err := claimWith(stale, "a", t0)
+	if err != nil || l == nil {
+		t.Fatalf("claim with a stale copy: %+v, %v", l, err)
+	}
+	if op.Version != cur.Version+1 || op.LastState != "running" || op.StatusRequestsUsed != 1 {
+		t.Fatalf("claim with a stale copy saved %+v; want the stored record (version %d, state running) reserved", op, cur.Version)
+	}
+	same(t, "stored after a claim with a stale copy", get(t, s, "op-1"), op)
+	_, _, err = claimWith(op, "b", t0)
+	wantErr(t, "claim with a current copy of a held lease", err, pollwarden.ErrLeaseHeld)
+	if err := saveRelease(t, s, "op-1", l, t0); err != nil {
+		t.Fatal(err)
+	}
+	have := get(t, s, "op-1")
+	op2, l2, err := claimWith(have, "b", t0)
+	if err != nil || l2 == nil || l2.Epoch != 2 || op2.Version != have.Version+1 || op2.StatusRequestsUsed != 2 {
+		t.Fatalf("claim with a current copy: %+v %+v, %v", op2, l2, err)
+	}
+	same(t, "stored after a claim with a current copy", get(t, s, "op-1"), op2)
+	verify(t, s, "op-1", 4)
+	_, _, err = s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "c", Now: t0.Add(ttl), TTL: ttl,
+		Have: newOp("op-2"), Reserve: reserve(t0, nil)})
+	wantErr(t, "a claim with a copy of another operation", err, pollwarden.ErrInvalid)
+}

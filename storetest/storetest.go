@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ClaimRefusedWritesNothing", testClaimRefused},
 		{"ClaimSeesLatestRecord", testClaimSeesLatestRecord},
 		{"ClaimBadReservation", testClaimBadReservation},
+		{"ClaimWithCallersCopy", testClaimWithHave},
 		{"SaveReleasesCurrentLeaseOnly", testSaveRelease},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
 		{"EventsAppendedInOrder", testEventsInOrder},
