@@ -56,7 +56,7 @@ func BenchmarkDaemonThroughput(b *testing.B) {
 // max), measured over b.N requests after one full delay of warm-up.
 func BenchmarkDaemonLateness(b *testing.B) {
 	for _, sync := range []string{"FULL", "NORMAL"} {
-		for _, rate := range []int{1000, 2500, 5000} {
+		for _, rate := range []int{1000, 2500, 4000, 5000} {
 			b.Run(fmt.Sprintf("synchronous=%s/rate=%d", sync, rate), func(b *testing.B) {
 				// Mean delay 0.75 × raw, so raw = ops / (0.75 × rate).
 				raw := time.Duration(float64(daemonOps) / (0.75 * float64(rate)) * float64(time.Second))
