@@ -34,6 +34,19 @@ type Store interface {
 	// LeaseRelease frees the lease if l is still current; releasing a lost
 	// lease is not an error.
 	LeaseRelease(ctx context.Context, l *Lease) error
+	// OperationClaim is LeaseAcquire, the reload under the lease and the
+	// reservation of the next request (R11, R22) in one write transaction:
+	// a step then costs two writes (this and its decision saved with
+	// SaveParams.Release) instead of four. If the lease is held at p.Now it
+	// fails with ErrLeaseHeld and writes nothing. Otherwise it reads the
+	// record as stored and calls p.Reserve with it (see ClaimParams.Have
+	// for a caller's copy standing for it). When Reserve returns a
+	// record, that record (its Version as read) and its events are saved
+	// and the lease taken with the next epoch, together; OperationClaim
+	// returns the saved record (Version incremented) and the lease. When
+	// Reserve returns nil, nothing is written, no lease is taken, and
+	// OperationClaim returns the record as read and a nil lease.
+	OperationClaim(ctx context.Context, p ClaimParams) (*Operation, *Lease, error)
 	// EventList returns an operation's events in order (by Seq), with Data
 	// decoded from the stored payload and Payload holding the stored bytes;
 	// none and no error for an unknown operation. It fails when a payload
@@ -80,6 +93,37 @@ type SaveParams struct {
 	Lease  *Lease
 	Events []Event
 	Now    time.Time
+	// Release frees Lease in the same transaction as the save (the epoch
+	// is kept), so that a step's last write also ends its ownership. The
+	// save checks the lease first, so only the current lease is ever
+	// released this way; a lost lease still fails with ErrLeaseLost.
+	// Ignored without a Lease.
+	Release bool
+}
+
+// ClaimParams is the input of OperationClaim: the lease asked for, and
+// the reservation to make under it.
+type ClaimParams struct {
+	OperationID string
+	Owner       string
+	Now         time.Time
+	TTL         time.Duration
+	// Reserve sees the record (a copy it may keep) and returns the record
+	// to save, with Version left as read, and its events; or nil to take
+	// nothing. Only its answer for the record as stored under the lease is
+	// ever written. It may run more than once (a driver may retry a busy
+	// transaction, or run it on Have first) and may run inside the store's
+	// write transaction, so it must be quick and decide from its argument
+	// alone, e.g. policy.Gate then policy.Reserve.
+	Reserve func(op *Operation) (*Operation, []Event)
+	// Have, when set, is the caller's copy of the record. A driver may run
+	// Reserve on it before the transaction and, if the stored version is
+	// still Have.Version under the lease (every change of a record
+	// increments its version, so the stored record is then Have), write
+	// that answer without decoding the stored record again; otherwise it
+	// runs Reserve on the record as stored. Either way the answer written
+	// is Reserve's for the current record.
+	Have *Operation
 }
 
 // LeaseParams is the input of LeaseAcquire.

@@ -27,7 +27,7 @@ func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int
 	e := &engine{changes: httpapi.NewChanges()}
 	opts := controller.Options{
 		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
-		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(nil)}),
+		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
 		OnChange: func(op *pollwarden.Operation) {
 			e.changes.Publish(op)
 			e.sched.Changed(op)

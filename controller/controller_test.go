@@ -291,18 +291,18 @@ func TestR4_ResumeWithAnotherJobIsRefused(t *testing.T) {
 }
 
 // racingStore lets another owner finish the job between our first load and
-// our lease acquisition.
+// our claim of the lease.
 type racingStore struct {
 	pollwarden.Store
 	beforeAcquire func()
 }
 
-func (s *racingStore) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error) {
+func (s *racingStore) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
 	if f := s.beforeAcquire; f != nil {
 		s.beforeAcquire = nil
 		f()
 	}
-	return s.Store.LeaseAcquire(ctx, p)
+	return s.Store.OperationClaim(ctx, p)
 }
 
 func TestR22_ReloadAfterAcquiringTheLease(t *testing.T) {
@@ -349,13 +349,12 @@ type slowReserveStore struct {
 	delay time.Duration
 }
 
-func (s *slowReserveStore) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
-	for _, e := range p.Events {
-		if e.Kind == pollwarden.EventRequestSent {
-			s.clock.Advance(s.delay)
-		}
+func (s *slowReserveStore) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
+	op, l, err := s.Store.OperationClaim(ctx, p)
+	if l != nil {
+		s.clock.Advance(s.delay)
 	}
-	return s.Store.OperationSave(ctx, p)
+	return op, l, err
 }
 
 func TestR11_NoRequestWhenTheDeadlinePassesDuringTheReservation(t *testing.T) {

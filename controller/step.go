@@ -22,84 +22,125 @@ type StepResult struct {
 }
 
 // Step runs the controller's fixed order once for operation id: load,
-// checks, lease, reload and re-check, reserve and persist, one request,
-// persist the decision, release (R11, R22). It sends at most one request.
+// checks, then lease, reload, re-check and reservation in one write
+// (Store.OperationClaim), one request, and the decision saved together
+// with the lease's release (R11, R22). It sends at most one request.
 func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string) (StepResult, error) {
+	return c.observed(func() (StepResult, error) {
+		op, err := c.store.OperationGet(ctx, id)
+		if err != nil {
+			return StepResult{}, err
+		}
+		return c.step(ctx, ex, op)
+	})
+}
+
+// StepFrom is Step starting from a copy of the record the caller already
+// read (a scheduler's list of due work), which saves a read per step. The
+// copy only decides whether to try: the claim reloads the record under the
+// lease and re-checks everything, so a stale copy can cost a wasted claim
+// or a retry later, never a request the stored record does not allow.
+func (c *Controller) StepFrom(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
+	return c.observed(func() (StepResult, error) { return c.step(ctx, ex, op.Clone()) })
+}
+
+func (c *Controller) observed(step func() (StepResult, error)) (StepResult, error) {
 	if c.observer == nil {
-		return c.step(ctx, ex, id)
+		return step()
 	}
 	start := c.clock.Now()
-	res, err := c.step(ctx, ex, id)
+	res, err := step()
 	if res.Sent {
 		c.observer.StepDone(res.Op.Clone(), c.clock.Now().Sub(start))
 	}
 	return res, err
 }
 
-func (c *Controller) step(ctx context.Context, ex *contract.Extractor, id string) (StepResult, error) {
+func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
 	ct := ex.Contract()
-	op, err := c.store.OperationGet(ctx, id)
-	if err != nil {
-		return StepResult{}, err
-	}
 	if op.Contract != ct.Name {
-		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, id, op.Contract, ct.Name)
+		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
-	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), nil, now); settled {
+	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), now); settled {
 		return res, err
 	}
-	lease, err := c.store.LeaseAcquire(ctx, pollwarden.LeaseParams{OperationID: id, Owner: c.owner, Now: now, TTL: leaseTTL(ct)})
+	// The claim runs the same checks on the record as reloaded under the
+	// lease (R22) and, when one request may go, reserves it (R11), in one
+	// transaction. gate keeps what the checks said when they refused.
+	var gate policy.GateResult
+	var reservation []pollwarden.Event
+	reserved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+			reservation = nil
+			if gate = policy.Gate(fresh, ct, now); gate.Verdict != policy.Send {
+				return nil, nil
+			}
+			var next *pollwarden.Operation
+			next, reservation = policy.Reserve(fresh, ct, now)
+			return next, reservation
+		},
+	})
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
 		if c.observer != nil {
-			c.observer.LeaseConflict(id)
+			c.observer.LeaseConflict(op.ID)
 		}
 		return StepResult{Op: op, Until: now.Add(c.leaseRetry)}, nil
 	}
 	if err != nil {
 		return StepResult{}, err
 	}
-	defer func() { _ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease) }()
-	return c.owned(ctx, ex, lease)
-}
-
-// owned is the part of a step done under the lease. The record is reloaded
-// first: another owner may have finished the job while we waited (R22).
-func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, lease *pollwarden.Lease) (StepResult, error) {
-	ct := ex.Contract()
-	op, err := c.store.OperationGet(ctx, lease.OperationID)
-	if err != nil {
-		return StepResult{}, err
-	}
-	now := c.clock.Now()
-	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), lease, now); settled {
+	if lease == nil {
+		// The reloaded record allows no request (another owner moved it
+		// on): handle it like the first check, without a lease.
+		res, _, err := c.settle(ctx, gate, now)
 		return res, err
 	}
-	reserved, events := policy.Reserve(op, ct, now)
-	if err := c.save(ctx, reserved, lease, events, now); err != nil {
-		return StepResult{}, err
+	c.changed(reserved, reservation)
+	released := false
+	defer func() {
+		// Every path below ends with a save that releases the lease; if
+		// that save failed, or something panicked, free it here rather
+		// than leave the operation locked until the lease expires.
+		if !released {
+			_ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
+		}
+	}()
+	return c.owned(ctx, ex, reserved, lease, &released)
+}
+
+// owned is the part of a step done under the lease, from the reserved
+// record to the decision. Its last write releases the lease (*released is
+// set once it did, or once the lease is known lost).
+func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool) (StepResult, error) {
+	ct := ex.Contract()
+	finish := func(op *pollwarden.Operation, events []pollwarden.Event, now time.Time) error {
+		err := c.saveRelease(ctx, op, lease, events, now)
+		*released = err == nil || errors.Is(err, pollwarden.ErrLeaseLost)
+		return err
 	}
-	now = c.clock.Now()
+	now := c.clock.Now()
 	if g := policy.StillInTime(reserved, ct, now); g.Verdict != policy.Send {
-		return StepResult{Op: g.Op}, c.save(ctx, g.Op, lease, g.Events, now)
+		return StepResult{Op: g.Op}, finish(g.Op, g.Events, now)
 	}
 	url, err := statusURL(ct, reserved)
 	if err != nil {
-		return c.failUnsent(ctx, reserved, ct, lease, err.Error())
+		return c.failUnsent(reserved, ct, err.Error(), finish)
 	}
 	// The request, once reserved, is finished even if the caller is
 	// interrupted, so its answer is persisted rather than lost.
 	resp := c.prober.Status(context.WithoutCancel(ctx), ct, url)
 	switch {
 	case resp.CredentialError != nil:
-		return c.failUnsent(ctx, reserved, ct, lease, resp.CredentialError.Error())
+		return c.failUnsent(reserved, ct, resp.CredentialError.Error(), finish)
 	case !resp.Sent:
-		return c.failUnsent(ctx, reserved, ct, lease, resp.TransportDetail)
+		return c.failUnsent(reserved, ct, resp.TransportDetail, finish)
 	}
 	obs := observe(ex, resp)
 	now = c.clock.Now()
 	st := policy.Decide(reserved, ct, obs, now, c.rand)
-	if err := c.save(ctx, st.Op, lease, st.Events, now); err != nil {
+	if err := finish(st.Op, st.Events, now); err != nil {
 		return StepResult{}, err
 	}
 	res := StepResult{Op: st.Op, Sent: true}
@@ -111,27 +152,26 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, lease *p
 
 // failUnsent escalates when a reserved request could not be sent at all
 // (no credential, unusable URL): the reservation stays counted (R11).
-func (c *Controller) failUnsent(ctx context.Context, op *pollwarden.Operation, ct *pollwarden.Contract, lease *pollwarden.Lease, why string) (StepResult, error) {
+func (c *Controller) failUnsent(op *pollwarden.Operation, ct *pollwarden.Contract, why string,
+	finish func(*pollwarden.Operation, []pollwarden.Event, time.Time) error) (StepResult, error) {
 	now := c.clock.Now()
 	next := op.Clone()
 	events := policy.Escalate(next, ct, pollwarden.ReasonIntegrationFailure, why+"; nothing was sent", now)
-	return StepResult{Op: next}, c.save(ctx, next, lease, events, now)
+	return StepResult{Op: next}, finish(next, events, now)
 }
 
-// settle handles every gate verdict but Send, before the lease (lease nil)
-// and after it; settled is false when one request may go.
-func (c *Controller) settle(ctx context.Context, g policy.GateResult, lease *pollwarden.Lease, now time.Time) (res StepResult, settled bool, err error) {
+// settle handles every gate verdict but Send, without a lease (before the
+// claim, or after a claim that found nothing to reserve); settled is false
+// when one request may go.
+func (c *Controller) settle(ctx context.Context, g policy.GateResult, now time.Time) (res StepResult, settled bool, err error) {
 	switch g.Verdict {
 	case policy.Done:
 		return StepResult{Op: g.Op}, true, nil
 	case policy.Wait:
 		return StepResult{Op: g.Op, Until: g.Until}, true, nil
 	case policy.Stop:
-		if lease == nil {
-			res, err = c.saveUnleased(ctx, g, now)
-			return res, true, err
-		}
-		return StepResult{Op: g.Op}, true, c.save(ctx, g.Op, lease, g.Events, now)
+		res, err = c.saveUnleased(ctx, g, now)
+		return res, true, err
 	}
 	return StepResult{}, false, nil
 }
@@ -146,9 +186,19 @@ func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now 
 }
 
 func (c *Controller) save(ctx context.Context, op *pollwarden.Operation, lease *pollwarden.Lease, events []pollwarden.Event, now time.Time) error {
-	err := c.store.OperationSave(context.WithoutCancel(ctx), pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
+	return c.write(ctx, pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
+}
+
+// saveRelease saves a step's last change and frees its lease in the same
+// write.
+func (c *Controller) saveRelease(ctx context.Context, op *pollwarden.Operation, lease *pollwarden.Lease, events []pollwarden.Event, now time.Time) error {
+	return c.write(ctx, pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now, Release: true})
+}
+
+func (c *Controller) write(ctx context.Context, p pollwarden.SaveParams) error {
+	err := c.store.OperationSave(context.WithoutCancel(ctx), p)
 	if err == nil {
-		c.changed(op, events)
+		c.changed(p.Op, p.Events)
 	}
 	return err
 }

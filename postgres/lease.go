@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -97,4 +98,63 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 		return fmt.Errorf("postgres: release lease on %q: %w", l.OperationID, err)
 	}
 	return nil
+}
+
+// OperationClaim takes the lease and saves the reservation p.Reserve makes
+// on the record read under it, in one transaction that first locks the
+// operation's row (see pollwarden.Store). The time is p.Now, or the
+// database's clock read after the row lock was granted.
+func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
+	if err := storerow.CheckClaim(p); err != nil {
+		return nil, nil, fmt.Errorf("postgres: claim %q: %w", p.OperationID, err)
+	}
+	var read *pollwarden.Operation
+	var cl storerow.Claim
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var ls leaseState
+		var seq int64
+		var rec string
+		stored := new(pollwarden.Operation)
+		err := tx.QueryRow(ctx, `SELECT version, record, lease_owner, lease_epoch, lease_expires_at,
+			coalesce((SELECT max(seq) FROM events WHERE operation_id = $1), 0)
+			FROM operations WHERE id = $1 FOR UPDATE`, p.OperationID).
+			Scan(&stored.Version, &rec, &ls.owner, &ls.epoch, &ls.expires, &seq)
+		if errNoRows(err) {
+			return pollwarden.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		version := stored.Version
+		if err := json.Unmarshal([]byte(rec), stored); err != nil {
+			return fmt.Errorf("decode stored record: %w", err)
+		}
+		stored.Version = version // the column is authoritative
+		read = stored
+		now, err := s.now(ctx, tx, p.Now)
+		if err != nil {
+			return err
+		}
+		if cl, err = storerow.DecideClaim(s.sealer, stored, ls.stored(), now, p); err != nil || cl.Op == nil {
+			return err
+		}
+		args, err := recordArgs(cl.Op)
+		if err != nil {
+			return err
+		}
+		l := cl.Lease
+		args = append(args, l.Owner, l.Epoch, storerow.FormatTime(l.ExpiresAt), p.OperationID)
+		if _, err := tx.Exec(ctx, updateClaimSQL, args...); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, p.OperationID, seq, cl.Prepared)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: claim %q: %w", p.OperationID, err)
+	}
+	if cl.Op == nil {
+		return read, nil, nil
+	}
+	storerow.PublishEvents(cl.Events, cl.Prepared)
+	return cl.Op, cl.Lease, nil
 }

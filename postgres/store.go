@@ -37,6 +37,15 @@ var (
 		}
 		return "UPDATE operations SET " + strings.Join(set, ", ") + " WHERE id = $" + strconv.Itoa(len(recordCols)+1)
 	}()
+	// updateReleaseSQL is a save that also ends the saver's lease
+	// (SaveParams.Release), keeping the epoch.
+	updateReleaseSQL = strings.Replace(updateOpSQL, " WHERE id = ", ", lease_owner = NULL, lease_expires_at = NULL WHERE id = ", 1)
+	// updateClaimSQL is a claim's write: the reserved record and the lease.
+	updateClaimSQL = func() string {
+		n := len(recordCols)
+		return strings.Replace(updateOpSQL, " WHERE id = $"+strconv.Itoa(n+1),
+			fmt.Sprintf(", lease_owner = $%d, lease_epoch = $%d, lease_expires_at = $%d WHERE id = $%d", n+1, n+2, n+3, n+4), 1)
+	}()
 )
 
 // placeholders returns "$from, ..., $(from+n-1)".
@@ -193,7 +202,8 @@ func scanOp(row pgx.Row) (*pollwarden.Operation, error) {
 // operation's row, then checks the lease (a fenced-out writer gets
 // ErrLeaseLost even if its version is also stale, so it stops rather than
 // reloading and retrying) and then the version. On success p.Op.Version is
-// incremented and p.Events are numbered, chained and appended.
+// incremented and p.Events are numbered, chained and appended; with
+// p.Release the lease, checked current above, is freed by the same UPDATE.
 func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
 	op := p.Op
 	if op == nil || op.ID == "" {
@@ -232,7 +242,11 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		if version != op.Version {
 			return fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
 		}
-		if _, err := tx.Exec(ctx, updateOpSQL, append(args, op.ID)...); err != nil {
+		update := updateOpSQL
+		if p.Release && p.Lease != nil {
+			update = updateReleaseSQL
+		}
+		if _, err := tx.Exec(ctx, update, append(args, op.ID)...); err != nil {
 			return err
 		}
 		return s.appendEvents(ctx, tx, op.ID, seq, evs)

@@ -19,7 +19,7 @@ import (
 // 1 ms backoff so that every one of them is always due, stepped by one
 // scheduler against the in-process provider. b.N is the number of status
 // requests; the figure is durable status requests per second (each one
-// reserved before it was sent and answered into the store, four write
+// reserved before it was sent and answered into the store, two write
 // transactions per step). Catch-up pacing is off: this measures how fast
 // the scheduler can go, not how fast it chooses to after a restart.
 func BenchmarkSchedulerThroughput(b *testing.B) {

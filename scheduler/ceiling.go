@@ -71,19 +71,26 @@ func withCeiling(ctx context.Context, c *ceiling) context.Context {
 // takes its own token, so a ceiling slower than one request per
 // status.timeout can make a redirected call time out.
 //
-// A nil base means what the prober uses by default (http.DefaultTransport
-// without the environment's proxy, 64 KiB of response headers) but keeping
-// up to DefaultConcurrency idle connections per host, since a scheduler
-// keeps that many requests in flight to one provider.
+// A nil base means BaseTransport(DefaultConcurrency).
 func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		t.MaxResponseHeaderBytes = 64 << 10
-		t.MaxIdleConnsPerHost = DefaultConcurrency
-		base = t
+		base = BaseTransport(DefaultConcurrency)
 	}
 	return transport{base}
+}
+
+// BaseTransport is what the prober uses by default (http.DefaultTransport
+// without the environment's proxy, 64 KiB of response headers) but keeping
+// up to concurrency idle connections per host: a scheduler keeps that many
+// requests in flight to one provider, and with fewer idle slots every
+// answer beyond them closes its connection and the next request dials a
+// new one (a TCP handshake, and a TLS one, per request).
+func BaseTransport(concurrency int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.MaxResponseHeaderBytes = 64 << 10
+	t.MaxIdleConnsPerHost = max(concurrency, 2)
+	return t
 }
 
 type transport struct{ base http.RoundTripper }

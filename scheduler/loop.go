@@ -21,17 +21,20 @@ type loop struct {
 	s     *Scheduler
 	steps *sync.WaitGroup
 
-	// cands are due operations from the last fetch not started yet, in due
-	// order. Between fetches the loop walks them again (a slot freed, a
-	// ceiling refilled) instead of reading the store once per step.
+	// cands are the operations of the last fetch not started yet, in due
+	// order: those due then, and those coming due within Poll. Between
+	// fetches the loop walks them again (a slot freed, a ceiling refilled,
+	// the next one came due) instead of reading the store once per step.
+	// A candidate read a while ago may be stale; the step's claim reloads
+	// it under the lease, so that costs a claim, never a wrong request.
 	cands []*pollwarden.Operation
 	// freshUntil is Poll after the last fetch: then the store is read
 	// again whatever the candidates, to see other processes' changes.
 	freshUntil time.Time
-	// dueAt is the next time something not among the candidates comes due
-	// (the first not-yet-due operation of the last fetch, a hold's end);
-	// it matters only when the last walk was not stopped: a stopped walk
-	// has older due work waiting already.
+	// dueAt is the next time something not among the candidates may come
+	// due (the due time of the last row of a full fetch, past which
+	// nothing was read; a hold's end); it matters only when the last walk
+	// was not stopped: a stopped walk has older due work waiting already.
 	dueAt time.Time
 	// stopped: the last walk stopped at a candidate waiting for a slot or
 	// for catch-up pacing, so nothing newer could start either.
@@ -142,13 +145,16 @@ func (l *loop) fetch(ctx context.Context, now time.Time) {
 	for i, op := range ops {
 		if op.NextPollAt.After(now) {
 			due = i
-			l.dueAt = op.NextPollAt // the next one to come due
 			break
 		}
 	}
 	l.more = due == len(ops) && len(ops) == l.limit
-	clear(ops[due:])
-	l.cands = ops[:due]
+	if due < len(ops) && len(ops) == l.limit {
+		// Nothing due after the last row read is known: look again then.
+		l.dueAt = ops[len(ops)-1].NextPollAt
+	}
+	clear(l.cands)
+	l.cands = ops
 }
 
 // walk starts the candidates it may, in due order, and keeps the rest for
@@ -172,7 +178,14 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 	var blocked map[string]bool // contracts whose ceiling is reached, this walk
 	keep := l.cands[:0]
 	stop := len(l.cands) // index of the candidate the walk stopped at
+	notDue := false      // it stopped there because that one is not due yet
 	for i, op := range l.cands {
+		if op.NextPollAt.After(now) {
+			// Not due yet, nor anything after it (due order): wake then.
+			next = earlier(next, op.NextPollAt)
+			stop, notDue = i, true
+			break
+		}
 		if until, held := s.held(op, now); held {
 			// In flight or stale (zero until), or asked to be retried
 			// later: read it again from the store when that time comes.
@@ -248,7 +261,7 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			s.step(withCeiling(ctx, c), ex, op)
 		}()
 	}
-	stopped := stop < len(l.cands)
+	stopped := stop < len(l.cands) && !notDue
 	if len(keep) < stop { // something before the stop was dropped: close the gap
 		keep = append(keep, l.cands[stop:]...)
 		clear(l.cands[len(keep):])

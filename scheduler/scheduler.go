@@ -319,14 +319,17 @@ func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bo
 	return h.until, true
 }
 
-// step runs one controller step and records what it asks for next.
+// step runs one controller step and records what it asks for next. The
+// step starts from the record as fetched (controller.StepFrom): the claim
+// reloads it under the lease anyway, so reading it again first would only
+// cost a read.
 func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) {
 	start := s.clock.Now()
 	if s.observer != nil && !op.NextPollAt.IsZero() {
 		// Wall-clock difference, like the due times themselves.
 		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
 	}
-	res, err := s.ctl.Step(ctx, ex, op.ID)
+	res, err := s.ctl.StepFrom(ctx, ex, op)
 	now := s.clock.Now()
 	if err == nil && res.Op != nil {
 		s.log.Debug("step", "operation", op.ID, "contract", op.Contract, "phase", res.Op.Phase,

@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/storerow"
@@ -83,4 +85,129 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 		return fmt.Errorf("sqlite: release lease on %q: %w", l.OperationID, err)
 	}
 	return nil
+}
+
+// claimSQL reads, in a claim's transaction, everything the claim decides
+// from and where its events go: the lease, the record, the chain's head
+// and the operation's last seq, in one statement.
+const claimSQL = "SELECT version, record, lease_owner, lease_epoch, lease_expires_at, " + headCols + ", " + seqCol +
+	" FROM operations WHERE id = ?"
+
+// OperationClaim takes the lease and saves the reservation p.Reserve makes
+// on the record read under it, in one IMMEDIATE transaction (see
+// pollwarden.Store). With p.Have, Reserve runs on it before the
+// transaction, which keeps that answer if the stored version is still
+// Have's; otherwise, and without Have, Reserve runs under the write lock
+// (again if the transaction is retried).
+func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
+	if err := storerow.CheckClaim(p); err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+	}
+	now := nowOr(p.Now)
+	// With the caller's copy, everything but the checks and the writes is
+	// done before the transaction: the write lock is this store's
+	// bottleneck (one writer at a time, whatever the cores).
+	pre, preRead, err := storerow.PreClaim(s.sealer, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+	}
+	var preArgs []any
+	if pre != nil && pre.Op != nil {
+		if preArgs, err = recordArgs(pre.Op); err != nil {
+			return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+		}
+	}
+	var read *pollwarden.Operation
+	var cl storerow.Claim
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var ls leaseState
+		var cs storerow.Chain
+		var rec string
+		var version int64
+		err := tx.StmtContext(ctx, s.claimStmt).QueryRowContext(ctx, p.OperationID).
+			Scan(&version, &rec, &ls.owner, &ls.epoch, &ls.expires, &cs.Pos, &cs.Hash, &cs.Seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pollwarden.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := ls.stored().Claimable(now); err != nil {
+			return err
+		}
+		var args []any
+		if pre != nil && version == preRead.Version {
+			// The stored record is the caller's copy: its reservation stands.
+			read, cl, args = preRead, *pre, preArgs
+		} else {
+			stored := new(pollwarden.Operation)
+			if err := json.Unmarshal([]byte(rec), stored); err != nil {
+				return fmt.Errorf("decode stored record: %w", err)
+			}
+			stored.Version = version // the column is authoritative
+			read = stored
+			if cl, err = storerow.Reserve(s.sealer, stored, p); err != nil || cl.Op == nil {
+				return err
+			}
+			if args, err = recordArgs(cl.Op); err != nil {
+				return err
+			}
+		}
+		if cl.Op == nil {
+			return nil
+		}
+		if err := cl.Take(ls.stored(), now, p); err != nil {
+			return err
+		}
+		l := cl.Lease
+		args = append(slices.Clip(args), l.Owner, l.Epoch, storerow.FormatTime(l.ExpiresAt), p.OperationID)
+		if _, err := tx.StmtContext(ctx, s.claimUpdateStmt).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, p.OperationID, cs, cl.Prepared)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim %q: %w", p.OperationID, err)
+	}
+	if cl.Op == nil {
+		return read, nil, nil
+	}
+	storerow.PublishEvents(cl.Events, cl.Prepared)
+	return cl.Op, cl.Lease, nil
+}
+
+// hotStmts are the statements every step runs, prepared once per Store
+// (database/sql then keeps a prepared copy per pooled connection):
+// parsing a statement costs more than running it.
+type hotStmts struct {
+	getStmt, saveStmt, updateStmt, updateReleaseStmt, claimStmt, claimUpdateStmt *sql.Stmt
+}
+
+func (s *Store) prepareHot(ctx context.Context) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.getStmt, "SELECT version, record FROM operations WHERE id = ?"},
+		{&s.saveStmt, "SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?"},
+		{&s.updateStmt, updateOpSQL},
+		{&s.updateReleaseStmt, updateReleaseSQL},
+		{&s.claimStmt, claimSQL},
+		{&s.claimUpdateStmt, updateClaimSQL},
+	} {
+		st, err := s.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (s *Store) closeHot() {
+	for _, st := range []*sql.Stmt{s.getStmt, s.saveStmt, s.updateStmt, s.updateReleaseStmt, s.claimStmt, s.claimUpdateStmt} {
+		if st != nil {
+			st.Close()
+		}
+	}
 }

@@ -2,9 +2,11 @@
 // mode, pure Go (modernc.org/sqlite, no cgo), safe for several goroutines
 // and for several processes on one machine sharing the file.
 //
-// Every write is one BEGIN IMMEDIATE transaction, so the write lock is taken
-// before anything is read and a version or lease check can never be
-// invalidated by another process before the commit. Open refuses, without
+// Every write runs in a BEGIN IMMEDIATE transaction, so the write lock is
+// taken before anything is read and a version or lease check can never be
+// invalidated by another process before the commit. Writes of one process
+// that queue for the lock share a transaction (group commit), each in its
+// own savepoint, so one commit serves many writes. Open refuses, without
 // writing a byte, any file that is not already a pollwarden store or empty.
 package sqlite
 
@@ -71,11 +73,15 @@ type Store struct {
 	db   *sql.DB
 	path string
 	file *openFile
-	// wmu serialises this process's write transactions so that goroutines
-	// queue in Go instead of sleeping in SQLite's busy handler, which polls
-	// with growing sleeps and would add latency under contention. Other
-	// processes are still excluded by BEGIN IMMEDIATE.
-	wmu       sync.Mutex
+	// wslot (capacity one) is held by the goroutine committing this
+	// process's writes, so that goroutines queue in Go instead of sleeping
+	// in SQLite's busy handler, which polls with growing sleeps and would
+	// add latency under contention; group holds the writes waiting for it,
+	// committed together (see write). Other processes are still excluded
+	// by BEGIN IMMEDIATE.
+	wslot     chan struct{}
+	gmu       sync.Mutex
+	group     []*pendingWrite
 	closeOnce sync.Once
 	sealer    audit.Sealer
 	// mode caches the store's sealing key id ("" = plain) once read; it
@@ -85,7 +91,9 @@ type Store struct {
 	modeKnown bool
 	// The statements of writes with events (see prepareStatements).
 	insertStmt, createChainStmt, saveChainStmt *sql.Stmt
-	closeErr                                   error
+	// The statements of a step's writes and reads (see prepareHot).
+	hotStmts
+	closeErr error
 }
 
 // Open opens the store at path, creating and migrating it when the file does
@@ -126,13 +134,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, path: abs, sealer: opts.Sealer}
+	s := &Store{db: db, path: abs, sealer: opts.Sealer, wslot: make(chan struct{}, 1)}
 	err = s.init(ctx)
 	if err == nil {
 		err = s.prepareStatements(ctx)
 	}
+	if err == nil {
+		err = s.prepareHot(ctx)
+	}
 	if err != nil {
 		s.closeStatements()
+		s.closeHot()
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
@@ -156,6 +168,7 @@ func (s *Store) Close() error {
 		files.Lock()
 		defer files.Unlock()
 		s.closeStatements()
+		s.closeHot()
 		s.closeErr = s.db.Close()
 		files.release(s.file)
 	})

@@ -30,6 +30,13 @@ var (
 		") VALUES (?, (SELECT coalesce(max(created_order), 0) + 1 FROM operations)" +
 		strings.Repeat(", ?", len(recordCols)) + ")"
 	updateOpSQL = "UPDATE operations SET " + strings.Join(recordCols, " = ?, ") + " = ? WHERE id = ?"
+	// updateReleaseSQL is a save that also ends the saver's lease
+	// (SaveParams.Release), keeping the epoch.
+	updateReleaseSQL = "UPDATE operations SET " + strings.Join(recordCols, " = ?, ") +
+		" = ?, lease_owner = NULL, lease_expires_at = NULL WHERE id = ?"
+	// updateClaimSQL is a claim's write: the reserved record and the lease.
+	updateClaimSQL = "UPDATE operations SET " + strings.Join(recordCols, " = ?, ") +
+		" = ?, lease_owner = ?, lease_epoch = ?, lease_expires_at = ? WHERE id = ?"
 )
 
 // recordArgs encodes op as it will be stored. The JSON record is the source
@@ -95,7 +102,7 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 
 // OperationGet returns the stored record or ErrNotFound.
 func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operation, error) {
-	row := s.db.QueryRowContext(ctx, "SELECT version, record FROM operations WHERE id = ?", id)
+	row := s.getStmt.QueryRowContext(ctx, id)
 	op, err := scanOp(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = pollwarden.ErrNotFound
@@ -182,7 +189,8 @@ func scanOp(row interface{ Scan(...any) error }) (*pollwarden.Operation, error) 
 // the lease first (a fenced-out writer gets ErrLeaseLost even if its version
 // is also stale, so it stops rather than reloading and retrying) and then
 // the version. On success p.Op.Version is incremented and p.Events are
-// numbered, chained and appended.
+// numbered, chained and appended; with p.Release the lease, checked current
+// above, is freed by the same UPDATE.
 func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
 	op := p.Op
 	if op == nil || op.ID == "" {
@@ -205,7 +213,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		var cs storerow.Chain
 		var err error
 		if len(evs) == 0 {
-			err = tx.QueryRowContext(ctx, "SELECT version, lease_owner, lease_epoch, lease_expires_at FROM operations WHERE id = ?", op.ID).
+			err = tx.StmtContext(ctx, s.saveStmt).QueryRowContext(ctx, op.ID).
 				Scan(&version, &ls.owner, &ls.epoch, &ls.expires)
 		} else {
 			err = tx.StmtContext(ctx, s.saveChainStmt).QueryRowContext(ctx, op.ID).
@@ -223,7 +231,11 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		if version != op.Version {
 			return fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
 		}
-		if _, err := tx.ExecContext(ctx, updateOpSQL, append(args, op.ID)...); err != nil {
+		update := s.updateStmt
+		if p.Release && p.Lease != nil {
+			update = s.updateReleaseStmt
+		}
+		if _, err := tx.StmtContext(ctx, update).ExecContext(ctx, append(args, op.ID)...); err != nil {
 			return err
 		}
 		return s.appendEvents(ctx, tx, op.ID, cs, evs)

@@ -54,7 +54,7 @@ func (s *syncBuffer) Bytes() []byte {
 
 func (s *syncBuffer) String() string { return string(s.Bytes()) }
 
-func contractFile(t *testing.T, dir, base string) string {
+func contractFile(t testing.TB, dir, base string) string {
 	t.Helper()
 	c := fmt.Sprintf(`version: 1
 name: proc-test
