@@ -60,7 +60,7 @@ func (s *Store) OutboxEnqueue(ctx context.Context, p pollwarden.OutboxEnqueuePar
 // one statement; SKIP LOCKED lets replicas claim side by side without
 // waiting on each other's rows, and never the same row twice.
 func (s *Store) OutboxClaim(ctx context.Context, p pollwarden.OutboxClaimParams) ([]pollwarden.OutboxMessage, error) {
-	if err := storerow.CheckClaim(p); err != nil {
+	if err := storerow.CheckOutboxClaim(p); err != nil {
 		return nil, fmt.Errorf("postgres: claim webhooks: %w", err)
 	}
 	if len(p.Endpoints) == 0 {

@@ -57,7 +57,7 @@ func (s *Store) OutboxEnqueue(ctx context.Context, p pollwarden.OutboxEnqueuePar
 // OutboxClaim claims due, unclaimed (or expired-claim) pending messages
 // inside one write transaction, so two claimers never take the same one.
 func (s *Store) OutboxClaim(ctx context.Context, p pollwarden.OutboxClaimParams) ([]pollwarden.OutboxMessage, error) {
-	if err := storerow.CheckClaim(p); err != nil {
+	if err := storerow.CheckOutboxClaim(p); err != nil {
 		return nil, fmt.Errorf("sqlite: claim webhooks: %w", err)
 	}
 	if len(p.Endpoints) == 0 {

@@ -71,7 +71,7 @@ func list(t *testing.T, s OutboxStore, status pollwarden.OutboxStatus) []pollwar
 	return ms
 }
 
-func claim(t *testing.T, s OutboxStore, owner string, now time.Time, limit int, endpoints ...string) []pollwarden.OutboxMessage {
+func claimOutbox(t *testing.T, s OutboxStore, owner string, now time.Time, limit int, endpoints ...string) []pollwarden.OutboxMessage {
 	t.Helper()
 	if len(endpoints) == 0 {
 		endpoints = []string{"e1", "e2"}
@@ -203,26 +203,26 @@ func testOutboxInvalid(t *testing.T, s OutboxStore) {
 
 func testOutboxClaimDue(t *testing.T, s OutboxStore) {
 	enqueue(t, s, -1, 3, msg("late", "e1", 1, at(time.Hour)), msg("a", "e2", 2, t0), msg("b", "e1", 3, t0))
-	if got := claim(t, s, "A", at(-time.Second), 10); len(got) != 0 {
+	if got := claimOutbox(t, s, "A", at(-time.Second), 10); len(got) != 0 {
 		t.Fatalf("claimed %q before anything was due", keys(got))
 	}
-	if got := claim(t, s, "A", t0, 10, "e2"); keys(got) != "e2/a " || got[0].Attempts != 1 || got[0].ClaimOwner != "A" ||
+	if got := claimOutbox(t, s, "A", t0, 10, "e2"); keys(got) != "e2/a " || got[0].Attempts != 1 || got[0].ClaimOwner != "A" ||
 		got[0].ClaimExpiresAt == nil || !got[0].ClaimExpiresAt.Equal(at(time.Minute)) {
 		t.Fatalf("claim for e2 only: %+v", got)
 	}
-	if got := claim(t, s, "A", at(time.Hour), 10, "e1"); keys(got) != "e1/b e1/late " {
+	if got := claimOutbox(t, s, "A", at(time.Hour), 10, "e1"); keys(got) != "e1/b e1/late " {
 		t.Fatalf("claim oldest due first: %q", keys(got))
 	}
 }
 
 func testOutboxClaimExclusive(t *testing.T, s OutboxStore) {
 	enqueue(t, s, -1, 3, msg("a", "e1", 1, t0), msg("b", "e1", 2, t0), msg("c", "e1", 3, t0))
-	a := claim(t, s, "A", t0, 2)
-	b := claim(t, s, "B", t0, 10)
+	a := claimOutbox(t, s, "A", t0, 2)
+	b := claimOutbox(t, s, "B", t0, 10)
 	if keys(a) != "e1/a e1/b " || keys(b) != "e1/c " {
 		t.Fatalf("A claimed %q, B %q", keys(a), keys(b))
 	}
-	if more := claim(t, s, "B", at(30*time.Second), 10); len(more) != 0 {
+	if more := claimOutbox(t, s, "B", at(30*time.Second), 10); len(more) != 0 {
 		t.Fatalf("claimed %q while every message was held", keys(more))
 	}
 }
@@ -268,11 +268,11 @@ func testOutboxConcurrentClaims(t *testing.T, s OutboxStore) {
 
 func testOutboxClaimExpiry(t *testing.T, s OutboxStore) {
 	enqueue(t, s, -1, 1, msg("a", "e1", 1, t0))
-	a := claim(t, s, "A", t0, 1)
-	if got := claim(t, s, "B", at(59*time.Second), 1); len(got) != 0 {
+	a := claimOutbox(t, s, "A", t0, 1)
+	if got := claimOutbox(t, s, "B", at(59*time.Second), 1); len(got) != 0 {
 		t.Fatal("B took a claim before it expired")
 	}
-	b := claim(t, s, "B", at(time.Minute), 1)
+	b := claimOutbox(t, s, "B", at(time.Minute), 1)
 	if len(a) != 1 || len(b) != 1 || b[0].Attempts != 2 || b[0].ClaimOwner != "B" {
 		t.Fatalf("after expiry: A %+v, B %+v", a, b)
 	}
@@ -290,7 +290,7 @@ func testOutboxClaimExpiry(t *testing.T, s OutboxStore) {
 
 func testOutboxSettle(t *testing.T, s OutboxStore) {
 	enqueue(t, s, -1, 1, msg("a", "e1", 1, t0))
-	m := claim(t, s, "A", t0, 1)[0]
+	m := claimOutbox(t, s, "A", t0, 1)[0]
 	if err := settle(s, m, "A", pollwarden.OutboxPending, t0, at(10*time.Minute)); err != nil {
 		t.Fatalf("settle retry: %v", err)
 	}
@@ -302,17 +302,17 @@ func testOutboxSettle(t *testing.T, s OutboxStore) {
 	if err := settle(s, m, "A", pollwarden.OutboxDelivered, t0, time.Time{}); !errors.Is(err, pollwarden.ErrLeaseLost) {
 		t.Fatalf("settling an attempt twice: %v, want ErrLeaseLost", err)
 	}
-	if got := claim(t, s, "A", at(9*time.Minute), 1); len(got) != 0 {
+	if got := claimOutbox(t, s, "A", at(9*time.Minute), 1); len(got) != 0 {
 		t.Fatal("a retry was claimed before it was due")
 	}
-	m = claim(t, s, "B", at(10*time.Minute), 1)[0]
+	m = claimOutbox(t, s, "B", at(10*time.Minute), 1)[0]
 	if m.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2", m.Attempts)
 	}
 	if err := settle(s, m, "B", pollwarden.OutboxDead, at(10*time.Minute), time.Time{}); err != nil {
 		t.Fatalf("settle dead: %v", err)
 	}
-	if got := claim(t, s, "B", at(24*time.Hour), 1); len(got) != 0 {
+	if got := claimOutbox(t, s, "B", at(24*time.Hour), 1); len(got) != 0 {
 		t.Fatal("a dead message was claimed")
 	}
 	if d := list(t, s, pollwarden.OutboxDead); len(d) != 1 || d[0].Attempts != 2 {
@@ -330,7 +330,7 @@ func testOutboxSettle(t *testing.T, s OutboxStore) {
 func testOutboxRequeue(t *testing.T, s OutboxStore) {
 	ctx := context.Background()
 	enqueue(t, s, -1, 2, msg("a", "e1", 1, t0), msg("b", "e1", 2, t0))
-	ms := claim(t, s, "A", t0, 2)
+	ms := claimOutbox(t, s, "A", t0, 2)
 	if err := settle(s, ms[0], "A", pollwarden.OutboxDead, t0, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
@@ -350,10 +350,10 @@ func testOutboxRequeue(t *testing.T, s OutboxStore) {
 	if err := s.OutboxRequeue(ctx, ms[0].Seq, at(time.Hour)); err != nil {
 		t.Fatalf("requeue of a dead message: %v", err)
 	}
-	if got := claim(t, s, "B", at(59*time.Minute), 2); len(got) != 0 {
+	if got := claimOutbox(t, s, "B", at(59*time.Minute), 2); len(got) != 0 {
 		t.Fatalf("a requeued message was claimed before it was due: %+v", got)
 	}
-	got := claim(t, s, "B", at(time.Hour), 2)
+	got := claimOutbox(t, s, "B", at(time.Hour), 2)
 	if len(got) != 1 || got[0].Seq != ms[0].Seq || got[0].Attempts != 1 || got[0].ID != ms[0].ID ||
 		string(got[0].Body) != string(ms[0].Body) || got[0].SettledAt != nil {
 		t.Fatalf("after the requeue: %+v", got)

@@ -27,8 +27,8 @@ func CheckEnqueue(p pollwarden.OutboxEnqueueParams) error {
 	return nil
 }
 
-// CheckClaim refuses a claim without an owner, a time or a positive TTL.
-func CheckClaim(p pollwarden.OutboxClaimParams) error {
+// CheckOutboxClaim refuses a claim without an owner, a time or a positive TTL.
+func CheckOutboxClaim(p pollwarden.OutboxClaimParams) error {
 	if p.Owner == "" || p.Now.IsZero() || p.TTL <= 0 {
 		return fmt.Errorf("%w: an outbox claim needs an owner, a time and a positive TTL", pollwarden.ErrInvalid)
 	}
