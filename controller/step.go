@@ -125,7 +125,19 @@ func (c *Controller) settle(ctx context.Context, g policy.GateResult, lease *pol
 	case policy.Done:
 		return StepResult{Op: g.Op}, true, nil
 	case policy.Wait:
-		return StepResult{Op: g.Op, Until: g.Until}, true, nil
+		if !g.Spread {
+			return StepResult{Op: g.Op, Until: g.Until}, true, nil
+		}
+		// A late wake-up was spread (R9): the new time is saved before
+		// sleeping, like any schedule.
+		if lease == nil {
+			res, err = c.saveUnleased(ctx, g, now)
+			if err == nil && res.Until.IsZero() {
+				res.Until = g.Until
+			}
+			return res, true, err
+		}
+		return StepResult{Op: g.Op, Until: g.Until}, true, c.save(ctx, g.Op, lease, g.Events, now)
 	case policy.Stop:
 		if lease == nil {
 			res, err = c.saveUnleased(ctx, g, now)

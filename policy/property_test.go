@@ -58,6 +58,9 @@ func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Op
 		case Stop:
 			return g.Op, sent
 		case Wait:
+			// A spread late wake-up changed the record; the controller
+			// saves it before sleeping.
+			op = g.Op
 			// Sometimes the process sleeps far too long (R9).
 			now = g.Until.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "late")) * time.Duration(rapid.Int64Range(0, int64(20*time.Minute)).Draw(t, "lateBy")))
 			continue
