@@ -67,7 +67,11 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 		return fmt.Sprintf("escalated %s: %s; %d of %d status requests used; options: %s",
 			d.Reason, d.Detail, d.RequestsUsed, d.MaxRequests, optionIDs(d.Options))
 	case pollwarden.EventNextCheckScheduled:
-		return fmt.Sprintf("next poll %s from %s", clock(d.NextPollAt), sourceText(d.DelaySource))
+		s := fmt.Sprintf("next poll %s from %s", clock(d.NextPollAt), sourceText(d.DelaySource))
+		if d.Detail != "" {
+			s += " (" + d.Detail + ")"
+		}
+		return s
 	case pollwarden.EventExtensionRequested:
 		return fmt.Sprintf("%s asked for more: %s (grants nothing)", actorName(d.Actor), d.Detail)
 	case pollwarden.EventDecision:

@@ -116,7 +116,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.StringVar(&plotFile, "plot", "", "also draw the request rate over time to FILE.svg or FILE.png")
 	f.StringVar(&strategies, "strategies", "", "comma-separated strategies to run (default: the six of the specification)")
-	f.BoolVar(&experimental, "experimental", false, "also run "+sim.Proposed+", the policy changes this simulation recommends (not the project's policy)")
+	f.BoolVar(&experimental, "experimental", false, "also run "+sim.Proposed+", the policy plus a change it has not adopted (jitter on top of Retry-After)")
 	f.IntVar(&runs, "runs", 100, "runs per cell (brooker only)")
 	return c
 }

@@ -95,6 +95,9 @@ func (c *Controller) Store() pollwarden.Store { return c.store }
 func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (op *pollwarden.Operation, created bool, err error) {
 	ct := ex.Contract()
 	now := c.clock.Now()
+	if p.Rand == nil {
+		p.Rand = c.rand
+	}
 	fresh, events, err := policy.NewOperation(ct, p, now)
 	if err != nil {
 		return nil, false, err

@@ -211,6 +211,9 @@ func TestR22_ConcurrentControllersNeverOverlap(t *testing.T) {
 	}
 }
 
+// TestR9_LateWakeUpSendsOneRequest: after a long sleep the first step
+// sends nothing but saves the spread time policy.Gate chose; at that time
+// one request goes, and no further step makes up the missed intervals.
 func TestR9_LateWakeUpSendsOneRequest(t *testing.T) {
 	r := newRig(t, "")
 	r.srv.Script("j1", fp.State("running", nil))
@@ -220,13 +223,22 @@ func TestR9_LateWakeUpSendsOneRequest(t *testing.T) {
 		t.Fatalf("first step: %v %v", res.Sent, err)
 	}
 	r.clock.Advance(30 * time.Minute) // the laptop slept through many intervals
+	res, err := r.ctl.Step(ctx, r.ex, "op1")
+	if err != nil || res.Sent || !res.Until.After(r.clock.Now()) {
+		t.Fatalf("late wake-up: sent %v until %s, err %v; want the request spread to a later time", res.Sent, res.Until, err)
+	}
+	stored, err := r.ctl.Store().OperationGet(ctx, "op1")
+	if err != nil || !stored.NextPollSpread || !stored.NextPollAt.Equal(res.Until) {
+		t.Fatalf("stored next poll %s (spread %v), want the spread time %s saved", stored.NextPollAt, stored.NextPollSpread, res.Until)
+	}
+	r.clock.Advance(res.Until.Sub(r.clock.Now()) + time.Minute) // late again: still one request
 	for i := range 5 {
 		res, err := r.ctl.Step(ctx, r.ex, "op1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i > 0 && res.Sent {
-			t.Fatalf("step %d after the late wake-up sent again", i+1)
+		if (i == 0) != res.Sent {
+			t.Fatalf("step %d after the spread time: sent %v until %s phase %s %s (now %s)", i+1, res.Sent, res.Until, res.Op.Phase, res.Op.Reason, r.clock.Now())
 		}
 	}
 	if n := r.srv.Count("j1"); n != 2 {

@@ -168,7 +168,16 @@ func (c *Controller) settle(ctx context.Context, g policy.GateResult, now time.T
 	case policy.Done:
 		return StepResult{Op: g.Op}, true, nil
 	case policy.Wait:
-		return StepResult{Op: g.Op, Until: g.Until}, true, nil
+		if !g.Spread {
+			return StepResult{Op: g.Op, Until: g.Until}, true, nil
+		}
+		// A late wake-up was spread (R9): the new time is saved before
+		// sleeping, like any schedule, without a lease (no request goes).
+		res, err = c.saveUnleased(ctx, g, now)
+		if err == nil && res.Until.IsZero() {
+			res.Until = g.Until
+		}
+		return res, true, err
 	case policy.Stop:
 		res, err = c.saveUnleased(ctx, g, now)
 		return res, true, err

@@ -26,6 +26,9 @@ type NewParams struct {
 	// RequestDigest is kept on the record as given (see
 	// pollwarden.Operation.RequestDigest); policy does not read it.
 	RequestDigest string
+	// Rand draws the operation's jitter factor (R5). Without it the record
+	// is created without one, and its first decision draws it.
+	Rand Rand
 }
 
 // NewOperation builds the record that must be stored before the first
@@ -64,6 +67,9 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
 		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
 		RequestDigest: p.RequestDigest,
+	}
+	if p.Rand != nil {
+		op.JitterFactor = DrawFactor(p.Rand)
 	}
 	if !p.Deadline.IsZero() {
 		bd := deadline

@@ -21,6 +21,11 @@ type Step struct {
 // reserved for this request.
 func Decide(op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time, r Rand) Step {
 	next := op.Clone()
+	if !ValidFactor(next.JitterFactor) {
+		// A record written before the factor was kept gets its own now,
+		// and keeps it from this save on (R5: drawn per operation).
+		next.JitterFactor = DrawFactor(r)
+	}
 	// Slot 0 is kept for the response event, which every path writes once.
 	d := &decider{op: next, c: c, obs: obs, now: now, r: r, events: make([]pollwarden.Event, 1, 4)}
 	d.record()

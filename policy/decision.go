@@ -82,7 +82,7 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 // reopen returns an escalated record to waiting with the next poll due now.
 func reopen(op *pollwarden.Operation, now time.Time, src pollwarden.DelaySource) []pollwarden.Event {
 	op.Phase, op.Reason, op.Escalation, op.FinishedAt = pollwarden.PhaseWaiting, "", nil, nil
-	op.NextPollAt, op.NextPollSource = now, src
+	op.NextPollAt, op.NextPollSource, op.NextPollSpread = now, src, false
 	t := now
 	return []pollwarden.Event{newEvent(op, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: src, RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,

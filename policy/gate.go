@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -28,6 +30,9 @@ type GateResult struct {
 	Until   time.Time
 	Op      *pollwarden.Operation
 	Events  []pollwarden.Event
+	// Spread is set with Wait when a late wake-up was spread (R9): Op has
+	// its new NextPollAt and must be saved, with Events, before sleeping.
+	Spread bool
 }
 
 // Gate runs the controller's checks before any request, in the fixed order
@@ -35,7 +40,8 @@ type GateResult struct {
 // request, whatever the state just did), request budget, approval of an
 // unsafe status call (R16), then the next-poll time. It is called before
 // the lease and again after the reload under the lease. A late wake-up
-// passes the time check once and so sends at most one request (R9).
+// passes the time check once and so sends at most one request (R9); one
+// later than the contract's base delay is first spread (see spreadLate).
 func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateResult {
 	switch {
 	case op.Phase.Terminal():
@@ -50,7 +56,64 @@ func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateR
 	case now.Before(op.NextPollAt):
 		return GateResult{Verdict: Wait, Until: op.NextPollAt, Op: op}
 	}
+	if g, ok := spreadLate(op, c, now); ok {
+		return g
+	}
 	return GateResult{Verdict: Send, Op: op}
+}
+
+// spreadLate spreads the one request of a late wake-up (R9). When the
+// controller was down, or the process slept, every operation that fell due
+// meanwhile is overdue at the same moment; sending all their requests then
+// is a burst the provider sees as a herd (in the simulated restart, 15× the
+// surrounding rate). So an operation overdue by more than the contract's
+// base delay does not send at once: its request moves to now + u·d, where d
+// is the delay it would wait next and u is uniform in [0, 1), never at or
+// past the deadline (then it sends now, while it still may). The moved
+// time is saved (Spread) and marked, so the wake-up at that time sends
+// however late it is: a request is postponed once, never chased.
+//
+// The first request of an operation is not spread: no interval was
+// missed. Nor is the first request after an approver's extension: it is
+// due at the decision, a fresh start an approver is waiting on, and a
+// daemon that learns of a decision made elsewhere (another process, the
+// CLI) only on its next look would otherwise take that look for a late
+// wake-up. u is derived from the operation's id and poll count rather than
+// a random source, so Gate stays a pure function of the record and the
+// time and gives the same answer before and after the lease.
+func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (GateResult, bool) {
+	if op.NextPollSpread || op.CompletedPolls == 0 || op.NextPollSource == pollwarden.DelayManualExtension ||
+		now.Sub(op.NextPollAt) <= c.Backoff.Base {
+		return GateResult{}, false
+	}
+	d := Delay(c.Backoff, op.CompletedPolls, op.JitterFactor)
+	at := now.Add(time.Duration(spreadFraction(op) * float64(d)))
+	if !at.Before(op.DeadlineAt) {
+		return GateResult{}, false
+	}
+	next := op.Clone()
+	next.NextPollAt, next.NextPollSpread = at, true
+	t := at
+	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
+		NextPollAt: &t, DelaySource: next.NextPollSource,
+		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
+		Detail: fmt.Sprintf("late wake-up, %s overdue: the one request is spread", now.Sub(op.NextPollAt).Round(time.Second)),
+	})
+	return GateResult{Verdict: Wait, Until: at, Op: next, Events: []pollwarden.Event{ev}, Spread: true}, true
+}
+
+// spreadFraction maps the operation's id and poll count to [0, 1),
+// uniformly enough to spread a crowd (FNV-1a, then a 64-bit mix).
+func spreadFraction(op *pollwarden.Operation) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", op.ID, op.CompletedPolls)
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return float64(x>>11) / (1 << 53)
 }
 
 func stop(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, detail string, now time.Time) GateResult {
@@ -79,6 +142,7 @@ func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now tim
 func Reserve(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	next.StatusRequestsUsed++
+	next.NextPollSpread = false
 	if c.Status.UnsafeMethod {
 		next.ApprovedCalls--
 	}

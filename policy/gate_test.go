@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -127,4 +128,108 @@ func TestR11_DeadlineRecheckedAfterTheReservation(t *testing.T) {
 		t.Fatalf("at the deadline: verdict %d reason %s used %d; want Stop deadline_exceeded with the reservation kept",
 			g.Verdict, g.Op.Reason, g.Op.StatusRequestsUsed)
 	}
+}
+
+// polledOp is an operation after n completed polls, next poll due at due.
+func polledOp(t *testing.T, c *pollwarden.Contract, n int, due time.Time) *pollwarden.Operation {
+	t.Helper()
+	op, _, err := NewOperation(c, NewParams{ID: "late-op", ProviderJobID: "j", Rand: fixedRand(0.5)}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.CompletedPolls, op.StatusRequestsUsed, op.NextPollAt = n, n, due
+	return op
+}
+
+// TestR9_LateWakeUpIsSpreadOnceThenSends: an operation overdue by more
+// than the base delay does not send at once; its one request moves to a
+// time within its next delay, saved with an event, and the wake-up at that
+// time sends even if it is late again.
+func TestR9_LateWakeUpIsSpreadOnceThenSends(t *testing.T) {
+	c := testContract()
+	op := polledOp(t, c, 6, t0.Add(2*time.Minute))
+	late := t0.Add(10 * time.Minute)
+	g := Gate(op, c, late)
+	if g.Verdict != Wait || !g.Spread {
+		t.Fatalf("late wake-up: verdict %d spread %v, want a spread Wait", g.Verdict, g.Spread)
+	}
+	d := Delay(c.Backoff, 6, op.JitterFactor)
+	if g.Until.Before(late) || !g.Until.Before(late.Add(d)) || !g.Op.NextPollAt.Equal(g.Until) || !g.Op.NextPollSpread {
+		t.Fatalf("spread to %s (record %s, marked %v), want in [%s, %s)", g.Until, g.Op.NextPollAt, g.Op.NextPollSpread, late, late.Add(d))
+	}
+	if len(g.Events) != 1 || g.Events[0].Kind != pollwarden.EventNextCheckScheduled || !g.Events[0].Data.NextPollAt.Equal(g.Until) {
+		t.Fatalf("events %+v, want one next_check_scheduled at the new time", g.Events)
+	}
+	if !op.NextPollAt.Equal(t0.Add(2*time.Minute)) || op.NextPollSpread {
+		t.Fatal("Gate changed its input")
+	}
+	if again := Gate(op, c, late); !again.Until.Equal(g.Until) {
+		t.Fatalf("the same record and time spread to %s, then %s", g.Until, again.Until)
+	}
+	// Woken 20 minutes after the spread time: the one request goes now.
+	if g2 := Gate(g.Op, c, g.Until.Add(20*time.Minute)); g2.Verdict != Send {
+		t.Fatalf("at the spread time: verdict %d, want Send (never spread twice)", g2.Verdict)
+	}
+	res, _ := Reserve(g.Op, c, g.Until)
+	if res.NextPollSpread {
+		t.Fatal("the reservation kept the spread mark")
+	}
+}
+
+func TestR9_WhenALateWakeUpIsNotSpread(t *testing.T) {
+	c := testContract()
+	for name, tc := range map[string]struct {
+		op  *pollwarden.Operation
+		now time.Time
+	}{
+		"late by no more than the base delay":    {polledOp(t, c, 3, t0.Add(time.Minute)), t0.Add(time.Minute + 5*time.Second)},
+		"the first request (no interval missed)": {polledOp(t, c, 0, t0), t0.Add(10 * time.Minute)},
+		"the first request after an extension":   {extendedOp(t, c, t0.Add(time.Minute)), t0.Add(time.Minute + 30*time.Second)},
+		// 6 polls: the next delay is 60 s; 20 s before the deadline a spread
+		// could land on or past it, so the request goes while it may.
+		"a spread that could reach the deadline": {polledOp(t, c, 6, t0.Add(time.Minute)), t0.Add(40*time.Minute - time.Second)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "a spread that could reach the deadline" {
+				// Choose a record whose spread fraction is far enough into
+				// its delay to pass the deadline.
+				for i := 0; spreadFraction(tc.op)*float64(Delay(c.Backoff, 6, tc.op.JitterFactor)) < float64(time.Second); i++ {
+					tc.op.ID = "late-op-" + strconv.Itoa(i)
+				}
+			}
+			if g := Gate(tc.op, c, tc.now); g.Verdict != Send {
+				t.Fatalf("verdict %d until %s, want Send", g.Verdict, g.Until)
+			}
+		})
+	}
+}
+
+// TestR9_SpreadFractionsCoverTheDelay: across many operations the spread
+// fraction is close to uniform in [0, 1), so a crowd woken together is
+// spread over the whole delay rather than bunched.
+func TestR9_SpreadFractionsCoverTheDelay(t *testing.T) {
+	const n, bins = 20000, 10
+	var h [bins]int
+	op := &pollwarden.Operation{CompletedPolls: 5}
+	for i := range n {
+		op.ID = "op-" + strconv.Itoa(i)
+		f := spreadFraction(op)
+		if f < 0 || f >= 1 {
+			t.Fatalf("fraction %v outside [0, 1)", f)
+		}
+		h[int(f*bins)]++
+	}
+	for i, c := range h {
+		if c < n/bins*92/100 || c > n/bins*108/100 {
+			t.Errorf("bin %d: %d of %d", i, c, n)
+		}
+	}
+}
+
+// extendedOp is polledOp after an approver's extension: due at the
+// decision, its next poll chosen by the extension.
+func extendedOp(t *testing.T, c *pollwarden.Contract, decidedAt time.Time) *pollwarden.Operation {
+	op := polledOp(t, c, 3, decidedAt)
+	op.NextPollSource = pollwarden.DelayManualExtension
+	return op
 }

@@ -49,7 +49,7 @@ func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Op
 		t.Fatal(err)
 	}
 	r := seeded(rapid.Uint64().Draw(t, "seed"))
-	now, sent := t0, 0
+	now, sent, spread := t0, 0, false
 	for range 10000 {
 		g := Gate(op, c, now)
 		switch g.Verdict {
@@ -58,6 +58,18 @@ func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Op
 		case Stop:
 			return g.Op, sent
 		case Wait:
+			// A spread late wake-up changed the record; the controller
+			// saves it before sleeping. R9: it is spread once, then sends.
+			if g.Spread {
+				if spread {
+					t.Fatalf("a late wake-up was spread twice without a request between (now %s)", now)
+				}
+				if !g.Until.Before(op.DeadlineAt) || g.Until.Before(now) {
+					t.Fatalf("spread to %s, outside [now %s, deadline %s)", g.Until, now, op.DeadlineAt)
+				}
+				spread = true
+			}
+			op = g.Op
 			// Sometimes the process sleeps far too long (R9).
 			now = g.Until.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "late")) * time.Duration(rapid.Int64Range(0, int64(20*time.Minute)).Draw(t, "lateBy")))
 			continue
@@ -69,7 +81,7 @@ func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Op
 			t.Fatalf("request %d over budget %d", op.StatusRequestsUsed+1, op.MaxStatusRequests)
 		}
 		res, _ := Reserve(op, c, now)
-		sent++
+		sent, spread = sent+1, false
 		latency := time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(t, "latency"))
 		st := Decide(res, c, drawObservation(t, allowEnd), now.Add(latency), r)
 		op = st.Op

@@ -10,7 +10,7 @@ import (
 // schedule sets the next poll time after an answer that permits waiting.
 // Retry-After is a minimum (R7); a valid provider hint replaces the local
 // backoff (R6), raised to at least backoff.base so a hint of zero cannot
-// turn into a tight loop; otherwise the jittered backoff applies (R5), or
+// turn into a tight loop; otherwise the backoff with the operation's own jitter factor applies (R5), or
 // the sharp rate-limit delay after a bare 429 (R8). If the earliest allowed
 // time is at or past the deadline the operation stops now rather than
 // sleeping into it: no further request could be sent.
@@ -50,7 +50,7 @@ func (d *decider) schedule(rateLimited bool) {
 		if rateLimited && !hasMin {
 			wait = RateLimitedDelay(c.Backoff, op.CompletedPolls, d.r)
 		} else {
-			wait = Jitter(RawDelay(c.Backoff, op.CompletedPolls), d.r)
+			wait = Delay(c.Backoff, op.CompletedPolls, op.JitterFactor)
 		}
 	}
 	if hasMin && minWait >= wait {

@@ -16,8 +16,8 @@ const (
 	SmithyWaiter = "smithy-waiter"
 	K8sBackoff   = "k8s-backoff"
 	// Proposed is the experimental strategy: the real policy plus the
-	// changes this package recommends (see proposed.go). It runs only
-	// when asked for by name.
+	// change this package still only prototypes, jitter on top of
+	// Retry-After (see proposed.go). It runs only when asked for by name.
 	Proposed = "pollwarden-proposed"
 )
 

@@ -87,16 +87,15 @@ func (o *observations) of(a answer) *pollwarden.Observation {
 // exactly in the controller's order: Gate (deadline, budget, next-poll
 // time); if it says Send, Reserve, send, and Decide on the answer. The
 // wake-up time is always the record's NextPollAt, so nothing here chooses
-// a delay. spread, when set, is the experimental change of proposed.go.
+// a delay; an experiment (proposed.go) may move it.
 type realPolicy struct {
-	id      string
-	seed    uint64
-	c       *pollwarden.Contract
-	obs     *observations
-	ops     []*pollwarden.Operation
-	rngs    []rng
-	exp     *experiment // nil for "pollwarden"
-	factors []float64   // per operation, for exp.opFactor
+	id   string
+	seed uint64
+	c    *pollwarden.Contract
+	obs  *observations
+	ops  []*pollwarden.Operation
+	rngs []rng
+	exp  *experiment // nil for "pollwarden"
 }
 
 func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
@@ -119,34 +118,18 @@ func (p *realPolicy) init(e *engine) {
 	p.rngs = make([]rng, n)
 	for k := range n {
 		id := "sim-" + strconv.Itoa(k)
-		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id}, at(e.pop.start[k]))
+		p.rngs[k] = newRNG(p.seed, p.id, k)
+		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id, Rand: &p.rngs[k]}, at(e.pop.start[k]))
 		if err != nil {
 			panic(err) // the contract is a constant; tests cover it
 		}
 		p.ops[k] = op
-		p.rngs[k] = newRNG(p.seed, p.id, k)
-	}
-	if p.exp != nil && p.exp.opFactor {
-		p.factors = make([]float64, n)
-		for k := range n {
-			r := newRNG(p.seed, p.id+"/factor", k)
-			p.factors[k] = r.Float64()
-		}
 	}
 }
 
 func at(ns int64) time.Time           { return Epoch.Add(time.Duration(ns)) }
 func since(t time.Time) int64         { return int64(t.Sub(Epoch)) }
 func (p *realPolicy) rand(k int) *rng { return &p.rngs[k] }
-
-// factor is operation k's own draw in [0, 1) for experiments that draw
-// the jitter factor once per operation.
-func (p *realPolicy) factor(k int) float64 {
-	if p.factors == nil {
-		return 0
-	}
-	return p.factors[k]
-}
 
 func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 	t := at(now)
@@ -160,19 +143,16 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 		e.stop(string(g.Op.Reason))
 		return 0, false
 	case policy.Wait:
+		// A spread late wake-up (R9) changed the record: keep it, as the
+		// controller saves it.
+		p.ops[k] = g.Op
 		return since(g.Until), true
-	}
-	if p.exp != nil {
-		if next, ok := p.exp.spreadLate(op, p.c, t, p.factor(k), p.rand(k)); ok {
-			p.ops[k] = next
-			return since(next.NextPollAt), true
-		}
 	}
 	reserved, _ := policy.Reserve(op, p.c, t)
 	a := e.send(k, now)
 	st := policy.Decide(reserved, p.c, p.obs.of(a), t, p.rand(k))
 	if p.exp != nil {
-		p.exp.redraw(st.Op, p.c, a, t, p.factor(k), p.rand(k))
+		p.exp.redraw(st.Op, t, p.rand(k))
 	}
 	p.ops[k] = st.Op
 	switch st.Op.Phase {

@@ -178,7 +178,8 @@ func TestDefaultRunsTheSixStrategies(t *testing.T) {
 
 // TestHerdFacts: every job ends well inside the deadline at this size,
 // every strategy observes every end exactly once, and the real policy
-// does what equal-jitter does (its formula is the article's).
+// costs about what equal-jitter costs (the same bounds, [50 %, 100 %] of
+// raw, with the factor drawn per operation and narrower at the cap).
 func TestHerdFacts(t *testing.T) {
 	r := mustRun(t, mustConfig(t, Herd, 2000, 3))
 	for _, s := range r.Strategies {
@@ -193,7 +194,7 @@ func TestHerdFacts(t *testing.T) {
 		}
 	}
 	pw, ej := mustGet(t, r, Pollwarden), mustGet(t, r, EqualJitter)
-	if d := pw.RequestsPerJob/ej.RequestsPerJob - 1; math.Abs(d) > 0.03 {
+	if d := pw.RequestsPerJob/ej.RequestsPerJob - 1; math.Abs(d) > 0.05 {
 		t.Errorf("pollwarden %.2f vs equal-jitter %.2f requests per job", pw.RequestsPerJob, ej.RequestsPerJob)
 	}
 	fx := mustGet(t, r, Fixed10s)
@@ -229,7 +230,8 @@ func TestOutageRetryAfter(t *testing.T) {
 
 // TestRestart: nothing is sent while the controller is down; when it
 // comes back each operation sends at most one request (R9), and the real
-// policy sends them all at once, which the proposal spreads.
+// policy spreads those requests (policy.Gate) where every baseline sends
+// them all in the first second.
 func TestRestart(t *testing.T) {
 	c := mustConfig(t, Restart, 2000, 9)
 	c.Strategies = append(slices.Clone(Standard), Proposed)
@@ -245,9 +247,9 @@ func TestRestart(t *testing.T) {
 			t.Errorf("%s: %d requests at restart from 2000 operations", s.Name, s.Rate[d1])
 		}
 	}
-	pw, pr := mustGet(t, r, Pollwarden), mustGet(t, r, Proposed)
-	if pw.Rate[d1] < 100 || pr.Rate[d1] > pw.Rate[d1]/10 {
-		t.Errorf("at restart: pollwarden %d requests, proposed %d", pw.Rate[d1], pr.Rate[d1])
+	pw, ej := mustGet(t, r, Pollwarden), mustGet(t, r, EqualJitter)
+	if ej.Rate[d1] < 500 || pw.Rate[d1] > ej.Rate[d1]/10 {
+		t.Errorf("at restart: equal-jitter %d requests, pollwarden %d", ej.Rate[d1], pw.Rate[d1])
 	}
 }
 
@@ -262,11 +264,14 @@ func TestRateLimit(t *testing.T) {
 			t.Errorf("%s: no 429", s.Name)
 		}
 	}
-	// R8: every bare 429 counts against max_rate_limited (3 here); the
-	// herd's start pushes most operations over it.
-	pw := mustGet(t, r, Pollwarden)
-	if pw.StopReasons[string(pollwarden.ReasonRateLimited)] == 0 {
-		t.Errorf("pollwarden stop reasons %v", pw.StopReasons)
+	// R8: a bare 429 pushes the operation back by 4–8× its raw delay, so
+	// the herd refused at its start comes back spread out: fewer 429s
+	// than the article's formula meets, and hardly any operation spends
+	// its rate-limit budget (max_rate_limited 3; the budget itself is
+	// policy's TestR8 tests). With 4–5× a third of them did.
+	pw, ej := mustGet(t, r, Pollwarden), mustGet(t, r, EqualJitter)
+	if pw.Answers429 >= ej.Answers429 || pw.StoppedByLimit > 0.01 {
+		t.Errorf("pollwarden: %d 429s (equal-jitter %d), stopped %.3f %v", pw.Answers429, ej.Answers429, pw.StoppedByLimit, pw.StopReasons)
 	}
 }
 

@@ -104,6 +104,8 @@ func fullOp(id string) *pollwarden.Operation {
 	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2
 	op.CompletedPolls, op.ApprovedCalls = 4, 1
 	op.NextPollAt = at(90*time.Second + 7)
+	op.NextPollSpread = true
+	op.JitterFactor = 0.6180339887498949 // any float64 must come back exactly
 	op.Phase, op.Reason = pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted
 	op.LastState, op.LastHTTP, op.LastHTTPAt, op.LastRequestID = "running", 503, ptr(at(time.Minute+1)), "req-9"
 	op.Result = json.RawMessage(`{"url":"https://files.example.com/r.csv","rows":12.50}`)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseBenchGathersRunsIntoRanges(t *testing.T) {
+	out := []byte(`goos: linux
+BenchmarkDecide-2   	  200000	      1100 ns/op	    2376 B/op	       6 allocs/op
+BenchmarkDecide-2   	  200000	      1250 ns/op	    2376 B/op	       6 allocs/op
+BenchmarkSchedulerThroughput/ops=1000-2   	     500	         0 ns/op	      2100 requests/s
+PASS
+`)
+	rows := parseBench(out)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if got := strings.Join(rows[0].figures, "; "); rows[0].runs != 2 || got != "1100–1250 ns/op; 2376 B/op; 6 allocs/op" {
+		t.Errorf("Decide: %d runs, %q", rows[0].runs, got)
+	}
+	if got := strings.Join(rows[1].figures, "; "); got != "2100 requests/s" {
+		t.Errorf("a benchmark reporting its own rate keeps only it: %q", got)
+	}
+}
+
+// TestBurstinessMatchesTheSimulationsMeasure: an even rate scores 1, one
+// bin holding twice the others scores about 2, and bins under the floor
+// are not measured.
+func TestBurstinessMatchesTheSimulationsMeasure(t *testing.T) {
+	origin := time.Unix(0, 0)
+	var even, bump []time.Time
+	for b := range 120 {
+		k := 200
+		if b == 60 {
+			k = 400
+		}
+		for i := range 200 {
+			even = append(even, origin.Add(time.Duration(b)*time.Second+time.Duration(i)*time.Millisecond))
+		}
+		for i := range k {
+			bump = append(bump, origin.Add(time.Duration(b)*time.Second+time.Duration(i)*time.Millisecond))
+		}
+	}
+	if got, _, bins := burstiness(even, origin, time.Second); math.Abs(got-1) > 1e-9 || bins == 0 {
+		t.Errorf("even: %v over %d bins", got, bins)
+	}
+	if got, at, _ := burstiness(bump, origin, time.Second); at != 60 || math.Abs(got-400/(200+200.0/30)) > 1e-9 {
+		t.Errorf("bump: %v at %d", got, at)
+	}
+	if _, _, bins := burstiness(even[:50*120], origin, time.Second); bins != 0 {
+		t.Errorf("under the floor: %d bins measured", bins)
+	}
+}
+
+func TestWriteSectionKeepsTheHandWrittenText(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "B.md")
+	if err := os.WriteFile(p, []byte("# Benchmarks\n\nanalysis\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"first", "second"} {
+		if err := writeSection(p, beginMarker+"\n"+body+"\n"+endMarker+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(p)
+	if s := string(b); !strings.HasPrefix(s, "# Benchmarks\n\nanalysis\n") || strings.Contains(s, "first") || strings.Count(s, beginMarker) != 1 || !strings.Contains(s, "second") {
+		t.Errorf("file:\n%s", s)
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchToken is the bearer token of the daemons these benchmarks start;
+// the tokens file holds only its hash.
+const benchToken = "pollwarden-bench-agent-token"
+
+// daemon is one `pollwarden serve` process started by a benchmark.
+type daemon struct {
+	cmd  *exec.Cmd
+	base string
+	logf *os.File
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startDaemon writes the contract and tokens files into dir and starts
+// serve on a free loopback port with store, then waits for /healthz.
+func startDaemon(ctx context.Context, c *config, dir, store, contractYAML string) (*daemon, time.Duration, error) {
+	cdir := filepath.Join(dir, "contracts")
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return nil, 0, err
+	}
+	if contractYAML != "" {
+		if err := os.WriteFile(filepath.Join(cdir, "bench.yaml"), []byte(contractYAML), 0o644); err != nil {
+			return nil, 0, err
+		}
+	}
+	sum := sha256.Sum256([]byte(benchToken))
+	tokens := fmt.Sprintf("tokens:\n  - {name: bench, role: agent, sha256: %q}\n", hex.EncodeToString(sum[:]))
+	tf := filepath.Join(dir, "tokens.yaml")
+	if err := os.WriteFile(tf, []byte(tokens), 0o600); err != nil {
+		return nil, 0, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.CommandContext(ctx, c.bin, "serve", "--listen", addr, "--store", store, "--contracts", cdir, "--tokens", tf)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	d := &daemon{cmd: cmd, base: "http://" + addr, logf: logFile}
+	for {
+		resp, err := http.Get(d.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return d, time.Since(t0), nil
+			}
+		}
+		if time.Since(t0) > 10*time.Minute {
+			d.stop()
+			return nil, 0, fmt.Errorf("serve did not answer /healthz within 10 minutes (log %s)", logFile.Name())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM (serve finishes its in-flight requests) and waits.
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-done
+	}
+	d.logf.Close()
+}
+
+// rssKiB reads the resident set size of the daemon from /proc.
+func (d *daemon) rssKiB() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			return strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS")
+}
+
+// post sends one authenticated JSON request to the daemon.
+func (d *daemon) post(client *http.Client, path string, body any) (int, []byte, error) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, d.base+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+benchToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, nil
+}
+
+// metric reads one sample of the daemon's /metrics by its exact name and
+// labels text (e.g. `x_bucket{le="0.1"}`); ok is false when absent.
+func (d *daemon) metrics() (map[string]float64, error) {
+	resp, err := http.Get(d.base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(l[i+1:], 64)
+		if err == nil {
+			out[l[:i]] = v
+		}
+	}
+	return out, nil
+}
+
+// histogramQuantile estimates quantile q of a Prometheus histogram from
+// its cumulative buckets (the upper bound of the bucket that holds it).
+func histogramQuantile(m map[string]float64, name string, q float64) (float64, float64) {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for k, v := range m {
+		if !strings.HasPrefix(k, name+"_bucket{") {
+			continue
+		}
+		i := strings.Index(k, `le="`)
+		if i < 0 {
+			continue
+		}
+		s := k[i+4:]
+		s = s[:strings.IndexByte(s, '"')]
+		le, err := strconv.ParseFloat(s, 64)
+		if s == "+Inf" {
+			le, err = 1e308, nil
+		}
+		if err == nil {
+			bs = append(bs, bucket{le, v})
+		}
+	}
+	total := m[name+"_count"]
+	if total == 0 {
+		return 0, 0
+	}
+	best := 1e308
+	for _, b := range bs {
+		if b.n >= q*total && b.le < best {
+			best = b.le
+		}
+	}
+	return best, total
+}
