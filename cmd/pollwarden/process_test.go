@@ -100,7 +100,14 @@ func (p *proc) exitCode(t *testing.T) int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitForWithin(t, 30*time.Second, what, cond)
+}
+
+// waitForWithin is waitFor for work whose length the test sets (hundreds
+// of requests under a rate ceiling, slowed down by -race).
+func waitForWithin(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
