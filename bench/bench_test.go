@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pollwarden/pollwarden/sim"
 )
 
 func TestParseBenchGathersRunsIntoRanges(t *testing.T) {
@@ -70,5 +73,35 @@ func TestWriteSectionKeepsTheHandWrittenText(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	if s := string(b); !strings.HasPrefix(s, "# Benchmarks\n\nanalysis\n") || strings.Contains(s, "first") || strings.Count(s, beginMarker) != 1 || !strings.Contains(s, "second") {
 		t.Errorf("file:\n%s", s)
+	}
+}
+
+// TestPlotBesideTheOutput: the simulation part draws each seed-1 scenario
+// next to the file it rewrites and links the drawing; with -out - it
+// draws nothing.
+func TestPlotBesideTheOutput(t *testing.T) {
+	cfg, err := sim.DefaultConfig("herd", 200, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var w bytes.Buffer
+	if err := plot(&config{out: filepath.Join(dir, "BENCHMARKS.md")}, &w, rep); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "plots", "herd-200.svg"))
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Fatalf("no drawing: %v", err)
+	}
+	if !strings.Contains(w.String(), "(plots/herd-200.svg)") {
+		t.Errorf("the section does not link the drawing:\n%s", w.String())
+	}
+	w.Reset()
+	if err := plot(&config{out: "-"}, &w, rep); err != nil || w.Len() != 0 {
+		t.Errorf("-out -: %v, %q", err, w.String())
 	}
 }

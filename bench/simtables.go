@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -42,6 +44,9 @@ func simTables(_ context.Context, c *config, w *bytes.Buffer) error {
 				}
 				if seed == 1 {
 					writeSimTable(w, rep)
+					if err := plot(c, w, rep); err != nil {
+						return err
+					}
 				}
 				for _, t := range rep.Targets {
 					if t.Strategy != sim.Pollwarden {
@@ -100,4 +105,28 @@ func writeSimTable(w *bytes.Buffer, r *sim.Report) {
 			name, s.RequestsPerJob, s.LagP50, s.LagP99, s.PeakRate, b, s.RetryAfterViolations, 100*s.StoppedByLimit)
 	}
 	fmt.Fprintln(w)
+}
+
+// plot draws seed 1's request rate over time per strategy beside the
+// output file (docs/plots/SCENARIO-N.svg) and links it from the section;
+// with -out - nothing is drawn, there is no file to sit beside.
+func plot(c *config, w *bytes.Buffer, r *sim.Report) error {
+	if c.out == "-" {
+		return nil
+	}
+	name := fmt.Sprintf("%s-%d.svg", r.Scenario, r.N)
+	dir := filepath.Join(filepath.Dir(c.out), "plots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := sim.WritePlot(r, &buf, "svg"); err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "![%s, n = %d: requests per second over time, per strategy](plots/%s)\n\n"+
+		"(`pollwarden sim --scenario %s --n %d --seed %d --plot %s`)\n\n", r.Scenario, r.N, name, r.Scenario, r.N, r.Seed, name)
+	return nil
 }
