@@ -220,7 +220,7 @@ func daemonHerd(ctx context.Context, c *config, w *bytes.Buffer) error {
 	fmt.Fprintf(w, "Deviation of the daemon's ratios from the simulation's (the baselines' figures are the simulation's in both): requests per job %s; lag p99 %s; lag p50 %s.\n\n",
 		dev(reqPerJob, pw.RequestsPerJob), dev(p99, pw.LagP99), dev(p50, pw.LagP50))
 	fmt.Fprintf(w, "The first status request of an operation left %.3f s (p50) / %.3f s (p99) of real time after its registration was sent, i.e. %.1f / %.1f simulated s: "+
-		"the simulation polls at the start exactly, so every real-time delay of the daemon (the API's write, the scheduler's pick-up, a step's four writes) is magnified 1/scale-fold here.\n\n",
+		"the simulation polls at the start exactly, so every real-time delay of the daemon (the API's write, the scheduler's pick-up, a step's two writes) is magnified 1/scale-fold here.\n\n",
 		nearestRank(first, 0.5), nearestRank(first, 0.99), nearestRank(first, 0.5)/scale, nearestRank(first, 0.99)/scale)
 	if m, err := d.metrics(); err == nil {
 		q, cnt := histogramQuantile(m, "pollwarden_scheduling_lateness_seconds", 0.99)
