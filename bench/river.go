@@ -74,8 +74,10 @@ func riverCompare(ctx context.Context, c *config, w *bytes.Buffer) error {
 	path, err := exec.LookPath("river")
 	switch {
 	case err != nil:
-		fmt.Fprintf(w, "River: not run, no `river` binary on PATH. To include it, install it from the module proxy "+
-			"(`go install github.com/riverqueue/river/cmd/river@<version>`) and set POLLWARDEN_TEST_PG to a server where a throwaway database may be created.\n\n")
+		fmt.Fprintf(w, "River: not run, no `river` binary on PATH. Its CLI is its own module, "+
+			"`go install github.com/riverqueue/river/cmd/river@<version>`; the module proxy this was measured with serves River's library "+
+			"but not that module, so it could not be built here. With a `river` on PATH and POLLWARDEN_TEST_PG set to a server where a "+
+			"throwaway database may be created, this part runs `river bench` beside the burn-down above.\n\n")
 		return nil
 	case pg == "":
 		fmt.Fprintf(w, "River: not run, POLLWARDEN_TEST_PG is not set.\n\n")
