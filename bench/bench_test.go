@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/sim"
 )
 
@@ -103,5 +104,19 @@ func TestPlotBesideTheOutput(t *testing.T) {
 	w.Reset()
 	if err := plot(&config{out: "-"}, &w, rep); err != nil || w.Len() != 0 {
 		t.Errorf("-out -: %v, %q", err, w.String())
+	}
+}
+
+// TestBenchContractsParse: the contracts the bench hands to a daemon are
+// valid, with the limits each part relies on.
+func TestBenchContractsParse(t *testing.T) {
+	for yaml, want := range map[string]int{burnContract("127.0.0.1:1"): 10, waitingContract("127.0.0.1:1"): 100000} {
+		c, err := contract.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, yaml)
+		}
+		if c.Limits.MaxStatusRequests != want {
+			t.Errorf("%s: max_status_requests %d, want %d", c.Name, c.Limits.MaxStatusRequests, want)
+		}
 	}
 }

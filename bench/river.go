@@ -26,16 +26,23 @@ import (
 
 // burnContract: the provider answers succeeded to the first request.
 func burnContract(providerAddr string) string {
+	return benchContract("bench-burn", providerAddr, "1h", 10)
+}
+
+// benchContract is the contract of the bench's provider (succeeded ends a
+// job, running keeps it going; backoff 5 s/120 s) with a name, a deadline
+// and a request budget.
+func benchContract(name, providerAddr, deadline string, maxRequests int) string {
 	return fmt.Sprintf(`version: 1
-name: bench-burn
+name: %s
 status:
   url: "http://%s/v1/jobs/{job_id}"
   timeout: 10s
 state: {path: state, pending: [running], success: [succeeded]}
 result: {require: [{path: result.url, kind: url}]}
 backoff: {base: 5s, max: 120s}
-limits: {deadline: 1h, max_status_requests: 10, max_transport_failures: 3, max_rate_limited: 3}
-`, providerAddr)
+limits: {deadline: %s, max_status_requests: %d, max_transport_failures: 3, max_rate_limited: 3}
+`, name, providerAddr, deadline, maxRequests)
 }
 
 // riverCompare measures a pollwarden burn-down — N operations falling due

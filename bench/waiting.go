@@ -21,16 +21,7 @@ import (
 // waitingContract: a provider that is always running, backoff 5 s/120 s,
 // deadline 24 h, a large budget.
 func waitingContract(providerAddr string) string {
-	return fmt.Sprintf(`version: 1
-name: bench-waiting
-status:
-  url: "http://%s/v1/jobs/{job_id}"
-  timeout: 10s
-state: {path: state, pending: [running], success: [succeeded]}
-result: {require: [{path: result.url, kind: url}]}
-backoff: {base: 5s, max: 120s}
-limits: {deadline: 24h, max_status_requests: 100000, max_transport_failures: 3, max_rate_limited: 3}
-`, providerAddr)
+	return benchContract("bench-waiting", providerAddr, "24h", 100000)
 }
 
 // waitingOps measures one daemon holding many waiting operations: M
