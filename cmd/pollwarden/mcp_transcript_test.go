@@ -37,7 +37,7 @@ state:
 result:
   require: [{path: result.url, kind: url}]
   error_path: error
-backoff: {base: 200ms, max: 400ms}
+backoff: {base: 1s, max: 2s}
 limits: {deadline: 10m, max_status_requests: 3, max_transport_failures: 3, max_rate_limited: 3}
 escalation:
   extension: {time: 15m, status_requests: 4}
