@@ -71,7 +71,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	}
 	ct := ex.Contract()
 	if p.StatusURL != "" {
-		if err := contract.CheckHost(ct, p.StatusURL); err != nil {
+		if err := contract.CheckOrigin(ct, p.StatusURL); err != nil {
 			return usage(fmt.Errorf("--status-url: %w", err))
 		}
 	}
