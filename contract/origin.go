@@ -123,7 +123,10 @@ func checkPort(s string) (int, error) {
 	p, err := strconv.Atoi(s)
 	switch {
 	case err != nil || p > 65535:
-		return 0, refusef("port %s is out of range (1 to 65535)", clip(s))
+		if len(s) > 12 {
+			s = s[:12] + "…"
+		}
+		return 0, refusef("port %s is out of range (1 to 65535)", s)
 	case p == 0:
 		return 0, refusef("port 0 is not a port a request can go to (1 to 65535)")
 	}
