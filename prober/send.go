@@ -57,7 +57,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		}
 		if cred := c.Status.Credential; cred != nil {
 			// Set last so a contract header of the same name cannot
-			// replace it; only ever reached for an allowed host.
+			// replace it; only ever reached for an allowed origin.
 			req.Header.Set(cred.Header, credValue)
 		}
 		if !resp.Sent {
