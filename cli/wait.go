@@ -47,7 +47,7 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 	fl := cmd.Flags()
 	fl.StringVar(&f.contract, "contract", "", "contract file, or a contract name looked up in $POLLWARDEN_CONTRACTS")
 	fl.StringVar(&f.jobID, "job-id", "", "the provider's job id, substituted into the contract's status URL")
-	fl.StringVar(&f.statusURL, "status-url", "", "the job's status URL as the provider returned it (host must be allowed by the contract)")
+	fl.StringVar(&f.statusURL, "status-url", "", "the job's status URL as the provider returned it (its scheme, host and port must be one of the contract's origins)")
 	fl.StringVar(&f.opID, "operation-id", "", "operation id; an existing one is resumed with its counters")
 	fl.StringVar(&f.deadline, "deadline", "", "deadline as a duration from now (40m) or an RFC 3339 time; may only lower the contract's")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
@@ -71,7 +71,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	}
 	ct := ex.Contract()
 	if p.StatusURL != "" {
-		if err := contract.CheckHost(ct, p.StatusURL); err != nil {
+		if err := contract.CheckOrigin(ct, p.StatusURL); err != nil {
 			return usage(fmt.Errorf("--status-url: %w", err))
 		}
 	}

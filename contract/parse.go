@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -103,7 +104,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Backoff = d.backoff(top.obj("backoff", false, "base", "max"))
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
-	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method"), c.Status.AllowedHosts)
+	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method"), c)
 	return c
 }
 
@@ -163,7 +164,7 @@ func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 		ExtensionRequests: ext.integer("status_requests", defaultExtensionChecks, 1),
 	}
 	if s, line, ok := o.str("console_url", false); ok {
-		if _, msg := checkURL(s); msg != "" {
+		if _, msg := checkTemplate(s, jobIDVar); msg != "" {
 			d.addf(line, o.child("console_url"), "%s", msg)
 		}
 		e.ConsoleURL = s
@@ -171,27 +172,34 @@ func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 	return e
 }
 
-// cancel decodes the optional cancel action; its host must be allowed,
+// cancel decodes the optional cancel action; its origin must be allowed,
 // since it carries the status credential.
-func (d *decoder) cancel(o *object, allowed []string) *pollwarden.Action {
+func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	if !o.present {
 		return nil
 	}
 	a := &pollwarden.Action{Method: "POST"}
 	if s, line, ok := o.str("url", true); ok {
 		a.URL = s
-		host, msg := checkURL(s)
+		origin, msg := checkTemplate(s, jobIDVar)
 		switch {
 		case msg != "":
 			d.addf(line, o.child("url"), "%s", msg)
-		case len(allowed) > 0 && !hostAllowed(allowed, host):
-			d.addf(line, o.child("url"), "host %s is not in status.allowed_hosts", clip(host))
+		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):
+			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
 		}
 	}
 	if m, line, ok := o.str("method", false); ok {
 		a.Method = d.method(line, o.child("method"), m)
 	}
 	return a
+}
+
+// statusURLReadable says whether status.url gave an origin, so that a
+// broken status.url is reported once, not again on each other URL.
+func statusURLReadable(c *pollwarden.Contract) bool {
+	_, ok := templateOrigin(c.Status.URL)
+	return ok
 }
 
 // validName reports whether s matches [a-z0-9-]+.

@@ -115,7 +115,7 @@ result:
     - {path: id}
     - {path: ok, kind: bool}
 not_found: {pending_for: 0s}
-cancel: {url: "https://api.example.com/jobs/{job_id}?cancel=1"}
+cancel: {url: "https://api.example.com:8443/jobs/{job_id}?cancel=1"}
 `
 	src = strings.Replace(src, "status:\n", "status:\n  method: post\n  unsafe_method: true\n  request_id_header: X-Trace\n", 1)
 	got, err := Parse([]byte(src))
@@ -131,7 +131,7 @@ cancel: {url: "https://api.example.com/jobs/{job_id}?cancel=1"}
 		{"request id header", got.Status.RequestIDHeader, "X-Trace"},
 		{"unlisted pending", got.State.UnlistedPending, true},
 		{"require", got.Result.Require, []pollwarden.Field{{Path: "id", Kind: pollwarden.KindPresent}, {Path: "ok", Kind: pollwarden.KindBool}}},
-		{"cancel", *got.Cancel, pollwarden.Action{URL: "https://api.example.com/jobs/{job_id}?cancel=1", Method: "POST"}},
+		{"cancel", *got.Cancel, pollwarden.Action{URL: "https://api.example.com:8443/jobs/{job_id}?cancel=1", Method: "POST"}},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

@@ -1,9 +1,6 @@
 package contract
 
 import (
-	"errors"
-	"net"
-	"net/url"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -11,17 +8,14 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// jobIDPlaceholder is the only placeholder a contract URL may hold.
-const jobIDPlaceholder = "{job_id}"
-
 func (d *decoder) status(o *object) pollwarden.StatusCall {
 	s := pollwarden.StatusCall{Method: "GET"}
-	var host string
+	var base Origin
 	raw, urlLine, urlOK := o.str("url", true)
 	if urlOK {
 		s.URL = raw
 		var msg string
-		if host, msg = checkURL(raw); msg != "" {
+		if base, msg = checkTemplate(raw, jobIDVar); msg != "" {
 			d.addf(urlLine, o.child("url"), "%s", msg)
 			urlOK = false
 		}
@@ -50,14 +44,24 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 		}
 		s.RequestIDHeader = h
 	}
-	s.AllowedHosts = d.allowedHosts(o)
+	s.AllowedHosts = d.allowedHosts(o, base, urlOK)
 	switch {
 	case s.AllowedHosts == nil && urlOK:
-		s.AllowedHosts = []string{host}
-	case urlOK && !hostAllowed(s.AllowedHosts, host):
-		d.addf(urlLine, o.child("url"), "host %s is not in status.allowed_hosts", clip(host))
+		s.AllowedHosts = []string{base.Host}
+	case urlOK && !originListed(s, base):
+		d.addf(urlLine, o.child("url"), "origin %s is not in status.allowed_hosts", base)
 	}
 	return s
+}
+
+// originListed reports whether o is among the entries of allowed_hosts.
+func originListed(s pollwarden.StatusCall, o Origin) bool {
+	for _, entry := range s.AllowedHosts {
+		if eo, err := entryOrigin(entry, o, true); err == nil && eo == o {
+			return true
+		}
+	}
+	return false
 }
 
 // method checks and upper-cases an HTTP method.
@@ -152,7 +156,10 @@ func (d *decoder) headers(o *object, cred *pollwarden.Credential) map[string]str
 }
 
 // allowedHosts returns the normalized list, or nil when the key is absent.
-func (d *decoder) allowedHosts(o *object) []string {
+// An entry is a bare host (status.url's scheme and port) or an origin
+// scheme://host[:port]; an https contract may list only https origins, so
+// no entry ever lets the credential travel unencrypted.
+func (d *decoder) allowedHosts(o *object, base Origin, haveBase bool) []string {
 	v, ok := o.get("allowed_hosts", false)
 	if !ok {
 		return nil
@@ -167,12 +174,23 @@ func (d *decoder) allowedHosts(o *object) []string {
 			d.addf(it.line, it.path, "must be a string, got %s", kindName(it.node))
 			continue
 		}
-		h := normHost(it.node.Value)
-		if h == "" || strings.ContainsAny(h, "/@*?#% \t") || (strings.Contains(h, ":") && net.ParseIP(h) == nil) {
-			d.addf(it.line, it.path, "must be a bare host name (no scheme, port, path or wildcard), got %s", clip(it.node.Value))
+		entry := strings.TrimSpace(it.node.Value)
+		if !strings.Contains(entry, "://") {
+			entry = normHost(entry)
+		}
+		eo, err := entryOrigin(entry, base, true)
+		switch {
+		case err != nil:
+			d.addf(it.line, it.path, "%v", err)
+			continue
+		case haveBase && base.Scheme == "https" && eo.Scheme == "http":
+			d.addf(it.line, it.path, "%s is plain http and status.url is https: the credential would travel unencrypted", eo)
 			continue
 		}
-		out = append(out, h)
+		if strings.Contains(entry, "://") {
+			entry = eo.String()
+		}
+		out = append(out, entry)
 	}
 	return out
 }
@@ -183,49 +201,6 @@ func normHost(h string) string {
 	h = strings.ToLower(strings.TrimSpace(h))
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	return strings.TrimSuffix(h, ".")
-}
-
-func hostAllowed(allowed []string, host string) bool {
-	host = normHost(host)
-	for _, a := range allowed {
-		if normHost(a) == host {
-			return true
-		}
-	}
-	return false
-}
-
-// checkURL checks an absolute http(s) URL that may hold {job_id} in its
-// path or query, and returns its host. The URL is not echoed: it could
-// carry user credentials.
-func checkURL(raw string) (host, msg string) {
-	if raw == "" {
-		return "", "must not be empty"
-	}
-	const sentinel = "pollwarden-job-id-placeholder"
-	filled := strings.ReplaceAll(raw, jobIDPlaceholder, sentinel)
-	if strings.ContainsAny(filled, "{}") {
-		return "", "only the {job_id} placeholder is substituted; remove other braces"
-	}
-	u, err := url.Parse(filled)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", "not a valid URL: " + err.Error()
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", "must be an absolute http or https URL"
-	case u.Hostname() == "":
-		return "", "must name a host"
-	case u.User != nil:
-		return "", "must not carry user credentials; use status.credential"
-	case strings.Contains(strings.ToLower(u.Host), sentinel):
-		return "", "{job_id} may appear only in the path or query, never in the host"
-	}
-	return normHost(u.Hostname()), ""
 }
 
 // isToken reports whether s is an RFC 9110 token (header names, methods,

@@ -19,8 +19,12 @@ func Summary(c *pollwarden.Contract) string {
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	s := c.Status
 	line("contract %s (version %d)", c.Name, c.Version)
-	line("status:     %s %s (timeout %s, body up to %d bytes, hosts %s)",
-		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(s.AllowedHosts))
+	origins := []string{}
+	for _, o := range AllowedOrigins(c) {
+		origins = append(origins, o.String())
+	}
+	line("status:     %s %s (timeout %s, body up to %d bytes, origins %s)",
+		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(origins))
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
 	}

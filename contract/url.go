@@ -3,10 +3,10 @@ package contract
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/uritemplate"
 )
 
 // refusal is an error about caller input; errors.Is(err,
@@ -20,10 +20,13 @@ func refusef(format string, args ...any) error {
 	return &refusal{msg: fmt.Sprintf(format, args...)}
 }
 
-// StatusURL fills the contract's status URL with a job id. The id is
-// escaped so that it can never change the URL's structure: path-escaped in
-// the path, query-escaped in the query. A URL without {job_id} is returned
-// unchanged.
+// jobIDVar is the variable every URL template may use; it is always
+// defined once an operation has a job id.
+const jobIDVar = "job_id"
+
+// StatusURL fills the contract's status URL with a job id, escaped per
+// RFC 6570 so that it can never change the URL's structure, and checks
+// that the result stays on an allowed origin.
 func StatusURL(c *pollwarden.Contract, jobID string) (string, error) {
 	if c == nil {
 		return "", errors.New("contract: StatusURL: nil contract")
@@ -31,66 +34,80 @@ func StatusURL(c *pollwarden.Contract, jobID string) (string, error) {
 	if jobID == "" {
 		return "", refusef("empty job id")
 	}
-	if jobID == "." || jobID == ".." {
-		return "", refusef("job id %q would change the status path", jobID)
+	return ExpandURL(c, c.Status.URL, map[string]string{jobIDVar: jobID})
+}
+
+// CancelURL fills the contract's cancel URL like StatusURL; an operation
+// created from a status_url has no job id, and a cancel URL that needs one
+// is refused rather than sent with a hole in it.
+func CancelURL(c *pollwarden.Contract, jobID string) (string, error) {
+	if c == nil || c.Cancel == nil {
+		return "", refusef("the contract documents no cancel action")
 	}
-	tmpl := c.Status.URL
-	query := strings.IndexByte(tmpl, '?')
-	var b strings.Builder
-	for {
-		i := strings.Index(tmpl, jobIDPlaceholder)
-		if i < 0 {
-			b.WriteString(tmpl)
-			break
-		}
-		b.WriteString(tmpl[:i])
-		if pos := len(c.Status.URL) - len(tmpl) + i; query >= 0 && pos > query {
-			b.WriteString(url.QueryEscape(jobID))
-		} else {
-			b.WriteString(url.PathEscape(jobID))
-		}
-		tmpl = tmpl[i+len(jobIDPlaceholder):]
+	vars := map[string]string{}
+	if jobID != "" {
+		vars[jobIDVar] = jobID
 	}
-	out := b.String()
-	if err := CheckHost(c, out); err != nil {
+	return ExpandURL(c, c.Cancel.URL, vars)
+}
+
+// ExpandURL expands a URL template of the contract (status, cancel, and
+// later submit and result URLs) with vars and checks the result with
+// CheckOrigin, so no variable value can move the credential elsewhere.
+// Every variable the template uses must be given; a value that would add
+// a "." or ".." path segment, or end the path early through {+…}, is
+// refused.
+func ExpandURL(c *pollwarden.Contract, tmpl string, vars map[string]string) (string, error) {
+	t, err := uritemplate.Parse(tmpl)
+	if err != nil {
+		return "", refusef("the contract's URL template is malformed: %v", err)
+	}
+	inPath := true
+	last := 0
+	for _, e := range t.Exprs() {
+		if strings.ContainsAny(tmpl[last:e.Start], "?#") {
+			inPath = false
+		}
+		last = e.End
+		for _, v := range e.Vars {
+			val, ok := vars[v.Name]
+			if !ok {
+				return "", refusef("the URL needs {%s} and none is given", v.Name)
+			}
+			if inPath {
+				if msg := pathValueProblem(e.Op, val); msg != "" {
+					return "", refusef("value %s for {%s} %s", clip(val), v.Name, msg)
+				}
+			}
+		}
+		if e.Op == '?' || e.Op == '&' || e.Op == '#' {
+			inPath = false
+		}
+	}
+	out := t.Expand(vars)
+	if err := CheckOrigin(c, out); err != nil {
 		return "", err
 	}
 	return out, nil
 }
 
-// CheckHost refuses a URL that the status credential must not be sent to:
-// not absolute http(s), carrying user credentials, or on a host outside
-// the contract's allowed_hosts. It guards --status-url, Location headers
-// and redirects. A contract without allowed_hosts allows its URL's host.
-func CheckHost(c *pollwarden.Contract, rawURL string) error {
-	if c == nil {
-		return errors.New("contract: CheckHost: nil contract")
+// pathValueProblem says why a value may not be expanded into the path.
+// Only {+…} and {#…} keep "/", "?" and "#", so only they need more than
+// the dot-segment check.
+func pathValueProblem(op byte, val string) string {
+	if val == "." || val == ".." {
+		return "would change the URL's path"
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return refusef("not a valid URL: %v", err)
+	if op != '+' {
+		return ""
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return refusef("not an absolute http or https URL")
-	case u.User != nil:
-		return refusef("URL carries user credentials")
-	case u.Hostname() == "":
-		return refusef("URL names no host")
+	if strings.ContainsAny(val, "?#") {
+		return "would end the URL's path (it holds ? or #)"
 	}
-	allowed := c.Status.AllowedHosts
-	if len(allowed) == 0 {
-		if host, msg := checkURL(c.Status.URL); msg == "" {
-			allowed = []string{host}
+	for _, seg := range strings.Split(val, "/") {
+		if seg == "." || seg == ".." {
+			return "would change the URL's path (a . or .. segment)"
 		}
 	}
-	if !hostAllowed(allowed, u.Hostname()) {
-		return refusef("host %q is not allowed by contract %s (allowed: %s)",
-			u.Hostname(), c.Name, strings.Join(allowed, ", "))
-	}
-	return nil
+	return ""
 }

@@ -15,7 +15,9 @@ func TestStatusURL(t *testing.T) {
 		{"plain", "https://api.example.com/v1/jobs/{job_id}", "exp_71c", "https://api.example.com/v1/jobs/exp_71c"},
 		{"slash escaped", "https://api.example.com/v1/jobs/{job_id}", "a/../b", "https://api.example.com/v1/jobs/a%2F..%2Fb"},
 		{"query chars escaped", "https://api.example.com/v1/jobs/{job_id}", "x?y#z", "https://api.example.com/v1/jobs/x%3Fy%23z"},
-		{"in query", "https://api.example.com/v1/status?id={job_id}", "a&b=c d", "https://api.example.com/v1/status?id=a%26b%3Dc+d"},
+		{"in query", "https://api.example.com/v1/status?id={job_id}", "a&b=c d", "https://api.example.com/v1/status?id=a%26b%3Dc%20d"},
+		{"query operator", "https://api.example.com/v1/status{?job_id}", "run-q&force=true&all=1", "https://api.example.com/v1/status?job_id=run-q%26force%3Dtrue%26all%3D1"},
+		{"reserved keeps slashes", "https://api.example.com/v1/{+job_id}", "projects/p/locations/l/operations/o", "https://api.example.com/v1/projects/p/locations/l/operations/o"},
 		{"twice", "https://api.example.com/{job_id}/x/{job_id}", "j 1", "https://api.example.com/j%201/x/j%201"},
 		{"no placeholder", "https://api.example.com/v1/the-job", "j1", "https://api.example.com/v1/the-job"},
 	}
@@ -34,44 +36,34 @@ func TestStatusURL(t *testing.T) {
 			t.Errorf("StatusURL(%q) = %q, %v; want an ErrInvalid", job, got, err)
 		}
 	}
+	// {+…} keeps "/" but not a dot segment, nor a "?" or "#" that would
+	// end the path and start a query of the value's choosing.
+	plus := specContract()
+	plus.Status.URL = "https://api.example.com/v1/{+job_id}/status"
+	for _, job := range []string{"a/../admin", "./x", "x?force=true", "x#y"} {
+		if got, err := StatusURL(plus, job); err == nil || !errors.Is(err, pollwarden.ErrInvalid) {
+			t.Errorf("StatusURL({+job_id}, %q) = %q, %v; want an ErrInvalid", job, got, err)
+		}
+	}
 }
 
-func TestCheckHost(t *testing.T) {
+func TestCancelURL(t *testing.T) {
 	c := specContract()
-	c.Status.AllowedHosts = []string{"api.example.com", "dl.example.com"}
-	tests := []struct {
-		url string
-		ok  bool
-	}{
-		{"https://api.example.com/v1/jobs/1", true},
-		{"https://API.EXAMPLE.COM:8443/x", true},
-		{"http://dl.example.com./x", true},
-		{"https://evil.example.com/x", false},
-		{"https://api.example.com.evil.net/x", false},
-		{"https://evil.net/api.example.com", false},
-		{"https://user:pw@api.example.com/x", false},
-		{"ftp://api.example.com/x", false},
-		{"/v1/jobs/1", false},
-		{"api.example.com/v1", false},
-		{"https://", false},
-		{"::not a url", false},
+	got, err := CancelURL(c, "run-q&force=true&all=1")
+	if want := "https://api.example.com/v1/jobs/run-q%26force%3Dtrue%26all%3D1/cancel"; err != nil || got != want {
+		t.Errorf("CancelURL = %q, %v; want %q", got, err, want)
 	}
-	for _, tc := range tests {
-		err := CheckHost(c, tc.url)
-		if (err == nil) != tc.ok {
-			t.Errorf("CheckHost(%q) = %v, want ok=%v", tc.url, err, tc.ok)
-		}
-		if err != nil && strings.Contains(err.Error(), "pw") {
-			t.Errorf("CheckHost echoes user info: %v", err)
-		}
+	c.Cancel.URL = "https://api.example.com/v1/cancel?id={job_id}"
+	got, err = CancelURL(c, "run-q&force=true&all=1")
+	if want := "https://api.example.com/v1/cancel?id=run-q%26force%3Dtrue%26all%3D1"; err != nil || got != want {
+		t.Errorf("CancelURL in query = %q, %v; want %q", got, err, want)
 	}
-	// A hand-built contract without allowed_hosts allows its URL's host.
-	bare := &pollwarden.Contract{Status: pollwarden.StatusCall{URL: "https://api.example.com/{job_id}"}}
-	if err := CheckHost(bare, "https://api.example.com/j"); err != nil {
-		t.Errorf("bare contract: %v", err)
+	if _, err := CancelURL(c, ""); err == nil || !strings.Contains(err.Error(), "{job_id}") {
+		t.Errorf("CancelURL without a job id = %v; want a refusal naming {job_id}", err)
 	}
-	if err := CheckHost(bare, "https://other.example.com/j"); err == nil {
-		t.Error("bare contract allowed another host")
+	c.Cancel.URL = "https://other.example.com/v1/cancel/{job_id}"
+	if _, err := CancelURL(c, "j1"); err == nil || !strings.Contains(err.Error(), "not an allowed origin") {
+		t.Errorf("CancelURL to another origin = %v; want a refusal", err)
 	}
 }
 

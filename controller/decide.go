@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -68,7 +66,7 @@ func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operat
 
 func (c *Controller) cancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
-	url, err := actionURL(ct.Cancel.URL, op.ProviderJobID)
+	url, err := contract.CancelURL(ct, op.ProviderJobID)
 	ok, detail := false, ""
 	if err != nil {
 		detail = err.Error()
@@ -113,12 +111,4 @@ type ExtensionRequest struct {
 	ExtraTime           time.Duration
 	ExtraStatusRequests int
 	Justification       string
-}
-
-// actionURL fills {job_id} in an action URL, path-escaped like the status URL.
-func actionURL(tmpl, jobID string) (string, error) {
-	if strings.Contains(tmpl, "{job_id}") && jobID == "" {
-		return "", errors.New("the cancel URL needs a job id and the operation has none")
-	}
-	return strings.ReplaceAll(tmpl, "{job_id}", url.PathEscape(jobID)), nil
 }

@@ -220,7 +220,7 @@ func leaseTTL(ct *pollwarden.Contract) time.Duration {
 
 func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error) {
 	if op.StatusURL != "" {
-		return op.StatusURL, contract.CheckHost(ct, op.StatusURL)
+		return op.StatusURL, contract.CheckOrigin(ct, op.StatusURL)
 	}
 	return contract.StatusURL(ct, op.ProviderJobID)
 }

@@ -116,7 +116,7 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 			problems = append(problems, fmt.Sprintf("job_id: %v", err))
 		}
 	default:
-		if err := contract.CheckHost(ct, req.StatusURL); err != nil {
+		if err := contract.CheckOrigin(ct, req.StatusURL); err != nil {
 			problems = append(problems, fmt.Sprintf("status_url: %v", err))
 		}
 	}

@@ -38,7 +38,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 			problems = append(problems, fmt.Sprintf("job_id: %v", err))
 		}
 	default:
-		if err := contract.CheckHost(ct, in.StatusURL); err != nil {
+		if err := contract.CheckOrigin(ct, in.StatusURL); err != nil {
 			problems = append(problems, fmt.Sprintf("status_url: %v", err))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/uritemplate"
 )
 
 // Escalate stops op with reason r and attaches the bounded decision a
@@ -156,6 +157,15 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
+// substituteJob fills a contract URL for a person to read, escaped as the
+// request that would be sent (or the link that would be opened) is.
 func substituteJob(tmpl, jobID string) string {
-	return strings.ReplaceAll(tmpl, "{job_id}", jobID)
+	vars := map[string]string{}
+	if jobID != "" {
+		vars["job_id"] = jobID
+	}
+	if out, err := uritemplate.Expand(tmpl, vars); err == nil {
+		return out
+	}
+	return tmpl
 }

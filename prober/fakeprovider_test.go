@@ -2,7 +2,6 @@ package prober
 
 import (
 	"context"
-	"net/url"
 	"testing"
 
 	"github.com/pollwarden/pollwarden"
@@ -17,8 +16,7 @@ func TestAgainstFakeProvider(t *testing.T) {
 	defer fp.Close()
 	fp.RequireToken(token)
 	fp.Script("exp_71c", fakeprovider.State("running", nil), fakeprovider.Succeeded("https://files.example.com/r.csv"))
-	u, _ := url.Parse(fp.URL())
-	c := testContract(u.Hostname())
+	c := testContract(fp.URL())
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
 
 	first := p.Status(context.Background(), c, fp.URL()+"/jobs/exp_71c")

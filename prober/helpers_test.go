@@ -47,18 +47,23 @@ func newTestProber(env map[string]string) *Prober {
 }
 
 // testContract is a status call with a Bearer credential from
-// env:EXPORT_API_TOKEN, allowed on hosts.
-func testContract(hosts ...string) *pollwarden.Contract {
+// env:EXPORT_API_TOKEN, allowed on origins (the first is the status URL's).
+func testContract(origins ...string) *pollwarden.Contract {
+	statusURL := ""
+	if len(origins) > 0 {
+		statusURL = origins[0] + "/v1/jobs/{job_id}"
+	}
 	return &pollwarden.Contract{
 		Version: 1,
 		Name:    "report-export",
 		Status: pollwarden.StatusCall{
+			URL:          statusURL,
 			Method:       http.MethodGet,
 			Headers:      map[string]string{"Accept": "application/json"},
 			Credential:   &pollwarden.Credential{Header: "Authorization", Scheme: "Bearer", Ref: "env:EXPORT_API_TOKEN"},
 			Timeout:      2 * time.Second,
 			MaxBodyBytes: 1 << 20,
-			AllowedHosts: hosts,
+			AllowedHosts: origins,
 		},
 	}
 }

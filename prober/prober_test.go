@@ -18,7 +18,7 @@ const token = "tok-123"
 func TestStatusSendsCredentialFromEnv(t *testing.T) {
 	rc, base := serve(t, "api.test", nil)
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
-	resp := p.Status(context.Background(), testContract("api.test"), base+"/v1/jobs/exp_1")
+	resp := p.Status(context.Background(), testContract(base), base+"/v1/jobs/exp_1")
 
 	if resp.CredentialError != nil || resp.Transport != "" || resp.Status != 200 {
 		t.Fatalf("resp = %+v", resp)
@@ -51,7 +51,7 @@ func TestStatusSendsBareCredentialFromFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := testContract("api.test")
+	c := testContract(base)
 	c.Status.Credential = &pollwarden.Credential{Header: "X-Api-Key", Ref: "file:" + path}
 	resp := newTestProber(nil).Status(context.Background(), c, base+"/j")
 	if resp.Status != 200 {
@@ -64,7 +64,7 @@ func TestStatusSendsBareCredentialFromFile(t *testing.T) {
 
 func TestContractHeaderCannotReplaceCredential(t *testing.T) {
 	rc, base := serve(t, "api.test", nil)
-	c := testContract("api.test")
+	c := testContract(base)
 	c.Status.Headers["authorization"] = "Bearer other"
 	newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), c, base)
 	if got := rc.requests()[0].Header.Values("Authorization"); len(got) != 1 || got[0] != "Bearer "+token {
@@ -88,7 +88,7 @@ func TestCredentialErrorsNameTheReferenceOnly(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rc, base := serve(t, "api.test", nil)
-			c := testContract("api.test")
+			c := testContract(base)
 			c.Status.Credential.Ref = tc.ref
 			resp := newTestProber(env).Status(context.Background(), c, base)
 			err := resp.CredentialError
@@ -112,7 +112,7 @@ func TestBodyCap(t *testing.T) {
 	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("x", 10+len(r.URL.Query().Get("extra")))))
 	})
-	c := testContract("api.test")
+	c := testContract(base)
 	c.Status.MaxBodyBytes = 10
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
 
@@ -143,7 +143,7 @@ func TestHeadersCaptured(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
-	c := testContract("api.test")
+	c := testContract(base)
 
 	r := p.Status(context.Background(), c, base+"/")
 	if r.Status != 503 || r.RetryAfter != "Wed, 21 Oct 2015 07:28:00 GMT" || r.RequestID != "req-generic" || r.Location != "/v1/jobs/exp_1" {
@@ -164,7 +164,7 @@ func TestHeadersCaptured(t *testing.T) {
 func TestActionUsesItsMethodAndTheCredential(t *testing.T) {
 	rc, base := serve(t, "api.test", nil)
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
-	resp := p.Action(context.Background(), testContract("api.test"), &pollwarden.Action{Method: http.MethodPost}, base+"/v1/jobs/exp_1/cancel")
+	resp := p.Action(context.Background(), testContract(base), &pollwarden.Action{Method: http.MethodPost}, base+"/v1/jobs/exp_1/cancel")
 	if resp.Status != 200 {
 		t.Fatalf("resp = %+v", resp)
 	}
@@ -176,7 +176,7 @@ func TestActionUsesItsMethodAndTheCredential(t *testing.T) {
 
 func TestNoCredential(t *testing.T) {
 	rc, base := serve(t, "api.test", nil)
-	c := testContract("api.test")
+	c := testContract(base)
 	c.Status.Credential = nil
 	if resp := newTestProber(nil).Status(context.Background(), c, base); resp.Status != 200 {
 		t.Fatalf("resp = %+v", resp)

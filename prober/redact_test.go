@@ -28,7 +28,7 @@ func TestProviderEchoOfSecretIsRedacted(t *testing.T) {
 		_, _ = w.Write(append(b, []byte(" raw:"+auth+" path:"+url.PathEscape(auth))...))
 	})
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": canary})
-	resp := p.Status(context.Background(), testContract("api.test"), base+"/j")
+	resp := p.Status(context.Background(), testContract(base), base+"/j")
 
 	if resp.Status != http.StatusUnauthorized {
 		t.Fatalf("resp = %+v", resp)
@@ -55,7 +55,7 @@ func TestRedactionInRefusedRedirectDetail(t *testing.T) {
 		w.WriteHeader(http.StatusFound)
 	})
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": "sk-canary-hostlabel"})
-	resp := p.Status(context.Background(), testContract("api.test"), base)
+	resp := p.Status(context.Background(), testContract(base), base)
 	if strings.Contains(fmt.Sprintf("%+v", resp), "sk-canary") {
 		t.Fatalf("secret leaked: %+v", resp)
 	}

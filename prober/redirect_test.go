@@ -22,7 +22,7 @@ func TestRedirectToDisallowedHostIsRefused(t *testing.T) {
 	b, baseB := serve(t, "evil.test", nil)
 	a, baseA := serve(t, "api.test", redirectTo(baseB+"/steal", http.StatusFound))
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
-	resp := p.Status(context.Background(), testContract("api.test"), baseA+"/j")
+	resp := p.Status(context.Background(), testContract(baseA), baseA+"/j")
 
 	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "evil.test") {
 		t.Errorf("transport = %q %q", resp.Transport, resp.TransportDetail)
@@ -42,7 +42,7 @@ func TestAllowedRedirectIsFollowedWithCredential(t *testing.T) {
 	b, baseB := serve(t, "files.test", nil)
 	_, baseA := serve(t, "api.test", redirectTo(baseB+"/moved", http.StatusTemporaryRedirect))
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
-	resp := p.Status(context.Background(), testContract("API.test", "files.test:9"), baseA+"/j")
+	resp := p.Status(context.Background(), testContract(strings.ToUpper(baseA), baseB), baseA+"/j")
 
 	if resp.Status != 200 || resp.Transport != "" || string(resp.Body) != `{"state":"running"}` {
 		t.Fatalf("resp = %+v", resp)
@@ -55,7 +55,7 @@ func TestAllowedRedirectIsFollowedWithCredential(t *testing.T) {
 
 func TestInitialHostMustBeAllowed(t *testing.T) {
 	rc, base := serve(t, "other.test", nil)
-	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract("api.test"), base)
+	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract("http://api.test:"+portOf(base)), base)
 	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "other.test") || resp.Sent {
 		t.Errorf("resp = %+v", resp)
 	}
@@ -67,7 +67,7 @@ func TestInitialHostMustBeAllowed(t *testing.T) {
 func TestEmptyAllowedHostsFallsBackToContractURL(t *testing.T) {
 	_, base := serve(t, "api.test", nil)
 	c := testContract()
-	c.Status.URL = "http://api.test/v1/jobs/{job_id}"
+	c.Status.URL = base + "/v1/jobs/{job_id}"
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
 	if resp := p.Status(context.Background(), c, base); resp.Status != 200 {
 		t.Errorf("contract url host not allowed by default: %+v", resp)
@@ -83,7 +83,7 @@ func TestTooManyRedirects(t *testing.T) {
 	loop, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/again", http.StatusFound)
 	})
-	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract("api.test"), base)
+	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract(base), base)
 	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "more than 5") {
 		t.Errorf("resp = %+v", resp)
 	}
@@ -102,7 +102,7 @@ func TestRedirectDowngradeRefused(t *testing.T) {
 		Getenv:    func(string) (string, bool) { return token, true },
 		Now:       func() time.Time { return fixedNow },
 	})
-	resp := p.Status(context.Background(), testContract("127.0.0.1"), tlsSrv.URL)
+	resp := p.Status(context.Background(), testContract(tlsSrv.URL, "http://127.0.0.1"+port), tlsSrv.URL)
 	if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "downgrade") {
 		t.Errorf("resp = %+v", resp)
 	}
@@ -125,27 +125,20 @@ func TestRedirectMethod(t *testing.T) {
 	}
 }
 
-func TestHostAllowed(t *testing.T) {
-	allowed := []string{"API.example.com", "files.example.com:8443", "[::1]", "127.0.0.1"}
-	for host, want := range map[string]bool{
-		"api.example.com":       true,
-		"api.EXAMPLE.com:443":   true,
-		"api.example.com.":      true,
-		"files.example.com":     true,
-		"[::1]:8080":            true,
-		"127.0.0.1:1":           true,
-		"evil.example.com":      false,
-		"api.example.com.evil":  false,
-		"":                      false,
-		"example.com":           false,
-		"sub.api.example.com":   false,
-		"api.example.com@evil":  false,
-		"127.0.0.2":             false,
-		"api.example.com:":      true,
-		"files.example.com:443": true,
-	} {
-		if got := HostAllowed(allowed, host); got != want {
-			t.Errorf("HostAllowed(%q) = %v, want %v", host, got, want)
+// TestRedirectToAnotherPortOrSchemeIsRefused: a provider cannot move the
+// credential to another port of an allowed host, nor to plain http there.
+func TestRedirectToAnotherPortOrSchemeIsRefused(t *testing.T) {
+	other, baseOther := serve(t, "api.test", nil)
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		_, base := serve(t, "api.test", redirectTo(baseOther+"/steal", code))
+		resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": token}).Status(context.Background(), testContract(base), base+"/j")
+		if resp.Transport != pollwarden.TransportRedirect || !strings.Contains(resp.TransportDetail, "not an allowed origin") {
+			t.Errorf("%d to another port: resp = %+v", code, resp)
 		}
 	}
+	if n := len(other.requests()); n != 0 {
+		t.Errorf("the other port received %d requests (credential leaked)", n)
+	}
 }
+
+func portOf(base string) string { return base[strings.LastIndex(base, ":")+1:] }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
 )
 
 // maxRequestIDLen bounds what a provider can push into the store as a
@@ -24,9 +25,8 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	if u.User != nil {
 		return Response{Transport: pollwarden.TransportOther, TransportDetail: "url carries user info; use a credential reference"}
 	}
-	allowed := allowedHosts(c)
-	if !HostAllowed(allowed, u.Host) {
-		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: "host " + u.Hostname() + " is not in allowed_hosts; nothing sent"}
+	if err := contract.CheckOrigin(c, u.String()); err != nil {
+		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: err.Error() + "; nothing sent"}
 	}
 
 	timeout := c.Status.Timeout
@@ -46,13 +46,18 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+short(err.Error())
 			return resp
 		}
+		if req.URL.Scheme != u.Scheme || req.URL.Host != u.Host {
+			// The URL read back differently from the one checked; send nothing.
+			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "url does not read back the same; nothing sent"
+			return resp
+		}
 		req.Header.Set("User-Agent", p.userAgent)
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
 		if cred := c.Status.Credential; cred != nil {
 			// Set last so a contract header of the same name cannot
-			// replace it; only ever reached for an allowed host.
+			// replace it; only ever reached for an allowed origin.
 			req.Header.Set(cred.Header, credValue)
 		}
 		if !resp.Sent {
@@ -69,7 +74,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		resp.RequestID = requestID(r.Header, c.Status.RequestIDHeader)
 		resp.Location = r.Header.Get("Location")
 
-		if next, why, follow := p.redirect(u, r, hop, allowed); follow || why != "" {
+		if next, why, follow := p.redirect(c, u, r, hop); follow || why != "" {
 			discard(r)
 			if why != "" {
 				resp.ReceivedAt = p.now()
@@ -98,8 +103,10 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 
 // redirect decides what to do with a 3xx. It returns the next URL and
 // follow=true to go on, a non-empty why to refuse, or neither when the
-// answer is not a redirect to follow (no Location, or 300/304).
-func (p *Prober) redirect(cur *url.URL, r *http.Response, hop int, allowed []string) (next *url.URL, why string, follow bool) {
+// answer is not a redirect to follow (no Location, or 300/304). Every hop
+// passes the same origin check as the first URL: the provider cannot send
+// the credential to another port or scheme, nor to plain http.
+func (p *Prober) redirect(c *pollwarden.Contract, cur *url.URL, r *http.Response, hop int) (next *url.URL, why string, follow bool) {
 	switch r.StatusCode {
 	case 301, 302, 303, 307, 308:
 	default:
@@ -121,8 +128,9 @@ func (p *Prober) redirect(cur *url.URL, r *http.Response, hop int, allowed []str
 		return nil, "redirect refused: downgrade from https to http", false
 	case next.User != nil:
 		return nil, "redirect refused: Location carries user info", false
-	case !HostAllowed(allowed, next.Host):
-		return nil, "redirect to host " + short(next.Hostname()) + " refused: not in allowed_hosts", false
+	}
+	if err := contract.CheckOrigin(c, next.String()); err != nil {
+		return nil, "redirect refused: " + short(err.Error()), false
 	}
 	return next, "", true
 }

@@ -24,7 +24,7 @@ func TestTransportClasses(t *testing.T) {
 		}
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		ln.Close()
-		resp := newTestProber(env).Status(context.Background(), testContract("api.test"), "http://api.test:"+port+"/")
+		resp := newTestProber(env).Status(context.Background(), testContract("http://api.test:"+port), "http://api.test:"+port+"/")
 		expectTransport(t, resp, pollwarden.TransportRefused, "connection refused")
 	})
 
@@ -35,7 +35,7 @@ func TestTransportClasses(t *testing.T) {
 			case <-time.After(5 * time.Second):
 			}
 		})
-		c := testContract("api.test")
+		c := testContract(base)
 		c.Status.Timeout = 100 * time.Millisecond
 		start := time.Now()
 		resp := newTestProber(env).Status(context.Background(), c, base)
@@ -51,7 +51,7 @@ func TestTransportClasses(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		})
-		c := testContract("api.test")
+		c := testContract(base)
 		c.Status.Timeout = 100 * time.Millisecond
 		resp := newTestProber(env).Status(context.Background(), c, base)
 		expectTransport(t, resp, pollwarden.TransportTimeout, "reading body")
@@ -61,7 +61,7 @@ func TestTransportClasses(t *testing.T) {
 	})
 
 	t.Run("dns", func(t *testing.T) {
-		resp := newTestProber(env).Status(context.Background(), testContract("nowhere.invalid"), "http://nowhere.invalid/")
+		resp := newTestProber(env).Status(context.Background(), testContract("http://nowhere.invalid"), "http://nowhere.invalid/")
 		expectTransport(t, resp, pollwarden.TransportDNS, "nowhere.invalid")
 	})
 
@@ -70,13 +70,13 @@ func TestTransportClasses(t *testing.T) {
 		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 		srv.StartTLS()
 		defer srv.Close()
-		resp := newTestProber(env).Status(context.Background(), testContract("127.0.0.1"), srv.URL)
+		resp := newTestProber(env).Status(context.Background(), testContract(srv.URL), srv.URL)
 		expectTransport(t, resp, pollwarden.TransportTLS, "certificate")
 	})
 
 	t.Run("tls to a plain server", func(t *testing.T) {
 		_, base := serve(t, "api.test", nil)
-		resp := newTestProber(env).Status(context.Background(), testContract("api.test"), strings.Replace(base, "http:", "https:", 1))
+		resp := newTestProber(env).Status(context.Background(), testContract(strings.Replace(base, "http:", "https:", 1)), strings.Replace(base, "http:", "https:", 1))
 		expectTransport(t, resp, pollwarden.TransportTLS, "HTTPS")
 	})
 
@@ -85,7 +85,7 @@ func TestTransportClasses(t *testing.T) {
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
 		})
-		resp := newTestProber(env).Status(context.Background(), testContract("api.test"), base)
+		resp := newTestProber(env).Status(context.Background(), testContract(base), base)
 		expectTransport(t, resp, pollwarden.TransportOther, "EOF")
 		if strings.Contains(resp.TransportDetail, "http://") {
 			t.Errorf("detail repeats the URL: %q", resp.TransportDetail)
@@ -96,7 +96,7 @@ func TestTransportClasses(t *testing.T) {
 		_, base := serve(t, "api.test", nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		resp := newTestProber(env).Status(ctx, testContract("api.test"), base)
+		resp := newTestProber(env).Status(ctx, testContract(base), base)
 		expectTransport(t, resp, pollwarden.TransportOther, "cancelled")
 	})
 }
