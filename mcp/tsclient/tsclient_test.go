@@ -275,6 +275,7 @@ func TestTypeScriptClients(t *testing.T) {
 	t.Run("sdk-stdio", func(t *testing.T) { typeScriptClientStdio(t, newRig(t, bin)) })
 	t.Run("sdk-http", func(t *testing.T) { typeScriptClientHTTP(t, newRig(t, bin)) })
 	t.Run("inspector-cli-stdio", func(t *testing.T) { inspectorCLIListsTools(t, newRig(t, bin)) })
+	t.Run("inspector-cli-http", func(t *testing.T) { inspectorCLIListsToolsHTTP(t, newRig(t, bin)) })
 }
 
 // typeScriptClientStdio runs e2e.mjs against `pollwarden mcp`, which the
@@ -290,6 +291,18 @@ func typeScriptClientStdio(t *testing.T, r *rig) {
 // typeScriptClientHTTP runs e2e.mjs against a real daemon's streamable
 // HTTP /mcp with an agent's bearer token.
 func typeScriptClientHTTP(t *testing.T, r *rig) {
+	base, logs := r.serve()
+	rep, out := r.runE2E("PW_TRANSPORT=http", "PW_URL="+base+"/mcp", "PW_TOKEN="+agentToken)
+	t.Logf("TypeScript SDK over streamable HTTP negotiated MCP %s", rep.ProtocolVersion)
+	r.noCanary(out, logs())
+}
+
+// serve starts `pollwarden serve` on a loopback port, with the credential
+// in its environment, and returns its base URL and a reader of its
+// output.
+func (r *rig) serve() (string, func() string) {
+	t := r.t
+	t.Helper()
 	serve := exec.Command(r.bin, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(r.dir, "pw.db"),
 		"--contracts", r.contracts, "--tokens", filepath.Join(r.dir, "tokens.yaml"))
 	serve.Env = append(os.Environ(), "MCP_TEST_TOKEN="+canary)
@@ -299,10 +312,7 @@ func typeScriptClientHTTP(t *testing.T, r *rig) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = serve.Process.Kill(); _ = serve.Wait() })
-	base := listenAddr(t, stdout, stderr)
-	rep, out := r.runE2E("PW_TRANSPORT=http", "PW_URL="+base+"/mcp", "PW_TOKEN="+agentToken)
-	t.Logf("TypeScript SDK over streamable HTTP negotiated MCP %s", rep.ProtocolVersion)
-	r.noCanary(out, stdout.String(), stderr.String())
+	return listenAddr(t, stdout, stderr), func() string { return stdout.String() + stderr.String() }
 }
 
 // listenAddr reads the address serve prints once it listens.
@@ -325,8 +335,6 @@ func listenAddr(t *testing.T, stdout, stderr *syncBuffer) string {
 // checking a host configuration would, against `pollwarden mcp` over
 // stdio.
 func inspectorCLIListsTools(t *testing.T, r *rig) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	// The server runs behind a tee, to read the protocol version the
 	// Inspector negotiated and to look for the canary in all it was sent.
 	tee, err := exec.LookPath("tee")
@@ -339,8 +347,30 @@ func inspectorCLIListsTools(t *testing.T, r *rig) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--no-install", "@modelcontextprotocol/inspector", "--cli",
-		"-e", "MCP_TEST_TOKEN=" + canary, "--method", "tools/list", wrapper, "--"}, r.mcpArgs()...)
+	out := inspectorToolsList(t, append([]string{"-e", "MCP_TEST_TOKEN=" + canary, wrapper, "--"}, r.mcpArgs()...)...)
+	b, err := os.ReadFile(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("MCP Inspector CLI over stdio negotiated MCP %s", negotiated(t, b))
+	r.noCanary(out, string(b))
+}
+
+// inspectorCLIListsToolsHTTP runs the Inspector's CLI against a real
+// daemon's /mcp with an agent's bearer token.
+func inspectorCLIListsToolsHTTP(t *testing.T, r *rig) {
+	base, logs := r.serve()
+	out := inspectorToolsList(t, base+"/mcp", "--transport", "http", "--header", "Authorization: Bearer "+agentToken)
+	r.noCanary(out, logs())
+}
+
+// inspectorToolsList runs the Inspector's CLI with target, checks that
+// it listed the five tools with their schemas and returns all it printed.
+func inspectorToolsList(t *testing.T, target ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := append([]string{"--no-install", "@modelcontextprotocol/inspector", "--cli", "--method", "tools/list"}, target...)
 	cmd := exec.CommandContext(ctx, "npx", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -368,12 +398,7 @@ func inspectorCLIListsTools(t *testing.T, r *rig) {
 	if want := []string{"get_job", "list_jobs", "request_extension", "wait_job", "watch_job"}; !slices.Equal(names, want) {
 		t.Fatalf("inspector listed %v, want %v", names, want)
 	}
-	out, err := os.ReadFile(sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("MCP Inspector CLI over stdio negotiated MCP %s", negotiated(t, out))
-	r.noCanary(stdout.String(), stderr.String(), string(out))
+	return stdout.String() + stderr.String()
 }
 
 // negotiated returns the protocol version of the initialize answer among
