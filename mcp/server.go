@@ -150,14 +150,16 @@ Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 func ptr[T any](v T) *T { return &v }
 
 // outputSchema infers T's schema; json.RawMessage (result,
-// provider_error) is any JSON value.
+// provider_error) is any JSON value, published as an object schema (see
+// anyValue).
 func outputSchema[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {},
+		reflect.TypeFor[json.RawMessage](): anyValue(),
 	}})
 	if err != nil {
 		panic(err)
 	}
+	describeAnyValues(s)
 	return s
 }
 
