@@ -83,8 +83,11 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		}
 		p.ID = derivedID(ct.Name, policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred), who)
 	}
-	actor := who.actor()
-	p.Owner, p.By = s.owner(who), &actor
+	p.Owner = s.owner(who)
+	if who.remote { // a token is named as the creator; the stdio server is the operator's own
+		actor := who.actor()
+		p.By = &actor
+	}
 	// An id taken by an operation the caller may not see is refused
 	// before Submit, whose answer (a resume, or a refusal naming the
 	// stored job) would tell of that operation.
