@@ -76,6 +76,9 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		}
 	}
 	who := s.who(ctx)
+	if who.remote && who.caller.Name == "" {
+		return nil, JobAnswer{}, errors.New("this request carries no token: send Authorization: Bearer <token>")
+	}
 	if p.ID == "" {
 		cred := ""
 		if ct.Status.Credential != nil {
