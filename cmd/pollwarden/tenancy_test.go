@@ -84,7 +84,11 @@ func listIDs(t *testing.T, base, token string) []string {
 	if code != 200 {
 		t.Fatalf("list as %s: %d %s", token, code, body)
 	}
-	var l struct{ Operations []struct{ OperationID string `json:"operation_id"` } }
+	var l struct {
+		Operations []struct {
+			OperationID string `json:"operation_id"`
+		}
+	}
 	if err := json.Unmarshal([]byte(body), &l); err != nil {
 		t.Fatal(err)
 	}
