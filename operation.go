@@ -66,6 +66,12 @@ type Operation struct {
 	// as the caller sent it (limits and deadline included), so that a retry
 	// with the same operation id can be told from a different request.
 	RequestDigest string `json:"request_digest,omitempty"`
+	// Owner is who created the operation: the name of the API or MCP token
+	// (never the token), or a local process such as "cli:alice". Agent
+	// tokens see and act on only the operations they own (unless their
+	// entry says scope: all); empty on records made before owners were
+	// kept, which only approvers, admins and scope-all agents see.
+	Owner string `json:"owner,omitempty"`
 	// ExpectedTerminal lists the contract's terminal states at creation.
 	ExpectedTerminal []string `json:"expected_terminal_states"`
 

@@ -70,6 +70,10 @@ type Store interface {
 type ListParams struct {
 	Phase Phase
 	Limit int
+	// Owner, when set, keeps only the operations whose Owner is exactly
+	// this: an agent's list is filtered in the store, before Limit, so it
+	// is never a page of someone else's operations cut down in memory.
+	Owner string
 	// DueBefore, when set, selects the work a scheduler may claim: only
 	// operations in phase waiting whose NextPollAt is at or before
 	// DueBefore, ordered by NextPollAt ascending (oldest due first) instead

@@ -45,7 +45,11 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 	}
 	switch e.Kind {
 	case pollwarden.EventSubmitted:
-		return fmt.Sprintf("submitted job %s, deadline %s, budget %d (%s)", d.ProviderJobID, clock(d.DeadlineAt), d.MaxRequests, d.Detail)
+		s := fmt.Sprintf("submitted job %s, deadline %s, budget %d (%s)", d.ProviderJobID, clock(d.DeadlineAt), d.MaxRequests, d.Detail)
+		if d.Actor != nil {
+			s += " by " + actorName(d.Actor)
+		}
+		return s
 	case pollwarden.EventResumed:
 		return "resumed by " + d.Detail
 	case pollwarden.EventRequestSent:

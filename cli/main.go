@@ -164,6 +164,19 @@ func isFlagError(err error) bool {
 var errUsage = errors.New("usage")
 
 // lookup reads an environment variable through env.
+// localOwner is the owner recorded for operations a local process
+// (wait, the stdio MCP server) creates: the door and the user, such as
+// cli:alice (cli:local without $USER). Token names may not contain ':',
+// so no token owns these. Local processes see every operation: their
+// authority is the store file.
+func (env Env) localOwner(door string) string {
+	u := env.lookup("USER")
+	if u == "" {
+		u = "local"
+	}
+	return door + ":" + u
+}
+
 func (env Env) lookup(name string) string {
 	if env.Getenv == nil {
 		return ""

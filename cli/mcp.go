@@ -71,7 +71,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 	e := env.newEngine(st, set, concurrency, log, nil)
 	ctl, sched, changes := e.ctl, e.sched, e.changes
 	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
-		CredentialAvailable: env.credentialAvailable})
+		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp")})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

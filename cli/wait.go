@@ -85,6 +85,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		}
 		p.ID = ct.Name + "-" + policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred)[:12]
 	}
+	p.Owner = env.localOwner("cli")
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err

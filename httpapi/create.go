@@ -49,7 +49,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 		op, err := a.store.OperationGet(r.Context(), req.OperationID)
 		switch {
 		case err == nil:
-			return a.answerExisting(w, op, digest)
+			return a.answerExisting(w, r, op, digest)
 		case !errors.Is(err, pollwarden.ErrNotFound):
 			return internal(err)
 		}
@@ -65,7 +65,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 	if err != nil {
 		// Another request may have created the id since we looked.
 		if existing, gerr := a.store.OperationGet(r.Context(), p.ID); gerr == nil {
-			return a.answerExisting(w, existing, digest)
+			return a.answerExisting(w, r, existing, digest)
 		}
 		if errors.Is(err, pollwarden.ErrInvalid) {
 			return unprocessable("%s", strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
@@ -73,15 +73,21 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 		return internal(err)
 	}
 	if !created {
-		return a.answerExisting(w, op, digest)
+		return a.answerExisting(w, r, op, digest)
 	}
 	w.Header().Set("Location", "/v1/operations/"+url.PathEscape(op.ID))
 	writeJSON(w, http.StatusCreated, pollwarden.OutcomeOf(op))
 	return nil
 }
 
-// answerExisting is the idempotent answer for an id that is taken.
-func (a *api) answerExisting(w http.ResponseWriter, op *pollwarden.Operation, digest string) error {
+// answerExisting is the idempotent answer for an id that is taken. An id
+// taken by an operation the caller may not see is a 409 that says only
+// that: nothing of the other record (its contract, job, phase), and the
+// same words whether or not the bodies match.
+func (a *api) answerExisting(w http.ResponseWriter, r *http.Request, op *pollwarden.Operation, digest string) error {
+	if !callerOf(r).Sees(op) {
+		return conflict("operation_id %s is already in use; choose another, or omit operation_id to get a fresh one", clip(op.ID))
+	}
 	if op.RequestDigest != digest {
 		return conflict("operation %s already exists with another request (contract %s, job %s); use another operation_id, or GET /v1/operations/%s",
 			op.ID, op.Contract, jobOf(op), op.ID)
@@ -107,7 +113,8 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 			problems = append(problems, fmt.Sprintf("contract %s: %v where pollwarden serve runs; set it there (nothing was registered)", ct.Name, err))
 		}
 	}
-	p = policy.NewParams{ID: req.OperationID, ProviderJobID: req.JobID, StatusURL: req.StatusURL, MayRaise: who.Role.CanGrant()}
+	p = policy.NewParams{ID: req.OperationID, ProviderJobID: req.JobID, StatusURL: req.StatusURL, MayRaise: who.Role.CanGrant(),
+		Owner: who.Name, By: &who}
 	switch {
 	case (req.JobID == "") == (req.StatusURL == ""):
 		problems = append(problems, "give exactly one of job_id and status_url")

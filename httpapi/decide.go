@@ -53,9 +53,9 @@ func (a *api) requestExtension(w http.ResponseWriter, r *http.Request, who pollw
 	if len(problems) > 0 {
 		return unprocessable("%s", strings.Join(problems, "; "))
 	}
-	op, err := a.store.OperationGet(r.Context(), id)
+	op, err := a.visible(r, id)
 	if err != nil {
-		return storeError(err, id)
+		return err
 	}
 	if final(op.Phase) {
 		return conflict("operation %s is %s; there is nothing to extend", op.ID, op.Phase)

@@ -143,7 +143,7 @@ func NewHandler(opts Options) http.Handler {
 // exists.
 func (a *api) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var who pollwarden.Actor
+		var who Caller
 		if rt.who != anyone {
 			var err *apiError
 			who, err = a.authenticate(r, rt.who)
@@ -151,9 +151,9 @@ func (a *api) guard(rt route) http.Handler {
 				a.finish(w, r, err)
 				return
 			}
-			setActor(r, who)
+			setCaller(r, who)
 		}
-		if err := rt.serve(a, w, r, who); err != nil {
+		if err := rt.serve(a, w, r, who.Actor); err != nil {
 			a.finish(w, r, err)
 		}
 	})
@@ -196,18 +196,19 @@ func (a *api) observe(next http.Handler) http.Handler {
 		}
 		a.metrics.observe(pattern, rec.status, time.Since(start))
 		a.log.InfoContext(r.Context(), "request", "method", r.Method, "route", pattern, "path", r.URL.Path,
-			"status", rec.status, "actor", info.actor.Name, "duration", time.Since(start).Round(time.Microsecond))
+			"status", rec.status, "actor", info.caller.Name, "duration", time.Since(start).Round(time.Microsecond))
 	})
 }
 
-// requestInfo carries, from the guard back to observe, who called.
-type requestInfo struct{ actor pollwarden.Actor }
+// requestInfo carries, from the guard to the route and back to observe,
+// who called and what they may see.
+type requestInfo struct{ caller Caller }
 
 type infoKey struct{}
 
-func setActor(r *http.Request, who pollwarden.Actor) {
+func setCaller(r *http.Request, who Caller) {
 	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
-		info.actor = who
+		info.caller = who
 	}
 }
 

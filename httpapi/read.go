@@ -32,12 +32,20 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) er
 		}
 		wait = min(d, maxWait)
 	}
+	// Checked before the wait: another agent's operation answers 404 at
+	// once, and cannot be timed by holding a long-poll on it.
+	if _, err := a.visible(r, id); err != nil {
+		return err
+	}
 	op, err := a.changes.WaitPhase(r.Context(), a.store, id, wait, a.recheck)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return nil // the caller has gone; nobody reads an answer
 		}
 		return storeError(err, id)
+	}
+	if !callerOf(r).Sees(op) { // an owner never changes; checked again all the same
+		return storeError(pollwarden.ErrNotFound, id)
 	}
 	writeJSON(w, http.StatusOK, pollwarden.OutcomeOf(op))
 	return nil
@@ -56,7 +64,9 @@ const (
 
 // list answers operations, newest first, filtered by ?phase= and bounded
 // by ?limit= (default 100, at most 1000) so one call cannot pull a whole
-// fleet's history.
+// fleet's history. An agent token lists only its own operations (unless
+// its scope is all); the store filters them, so the limit counts the
+// caller's operations, not everyone's.
 func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	q := r.URL.Query()
 	p := pollwarden.ListParams{Phase: pollwarden.Phase(q.Get("phase")), Limit: defaultListLimit}
@@ -73,6 +83,12 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) e
 		}
 		p.Limit = n
 	}
+	owner, ok := callerOf(r).ListOwner()
+	if !ok {
+		writeJSON(w, http.StatusOK, listAnswer{Operations: []pollwarden.Outcome{}})
+		return nil
+	}
+	p.Owner = owner
 	ops, err := a.store.OperationList(r.Context(), p)
 	if err != nil {
 		return internal(err)
@@ -96,8 +112,8 @@ type auditAnswer struct {
 // themselves, hashes included, for a program.
 func (a *api) audit(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	id := r.PathValue("id")
-	if _, err := a.store.OperationGet(r.Context(), id); err != nil {
-		return storeError(err, id)
+	if _, err := a.visible(r, id); err != nil {
+		return err
 	}
 	events, err := a.store.EventList(r.Context(), id)
 	if err != nil {

@@ -28,23 +28,28 @@ type Tokens struct {
 }
 
 type tokenEntry struct {
-	actor pollwarden.Actor
-	hash  [sha256.Size]byte
+	caller Caller
+	hash   [sha256.Size]byte
 }
 
-// TokenSpec is one entry of a tokens file: who, in which role, and the
-// hex SHA-256 of the token they present.
+// TokenSpec is one entry of a tokens file: who, in which role, the hex
+// SHA-256 of the token they present, and, for an agent, which operations
+// it sees (Scope: "" or own, its own; all, every operation).
 type TokenSpec struct {
 	Name   string
 	Role   pollwarden.Role
 	SHA256 string
+	Scope  Scope
 }
 
 // LoadTokens reads a tokens file (SPEC, `--tokens FILE`):
 //
 //	tokens:
 //	  - {name: build-agent, role: agent, sha256: "<hex sha256 of the token>"}
+//	  - {name: ci, role: agent, sha256: "<hex>", scope: all}
 //
+// An agent sees only the operations it created unless its entry says
+// scope: all (scope: own is the default, said out loud).
 // Unknown keys, a bad role, a malformed hash, and two entries with one name
 // or one hash are refused; the error lists every problem with its line and
 // the entry's name. The file never holds a token, so nothing here can leak
@@ -77,7 +82,11 @@ func NewTokens(specs ...TokenSpec) (*Tokens, error) {
 	entries := make([]tokenEntry, len(specs))
 	for i, s := range specs {
 		b, _ := hex.DecodeString(s.SHA256)
-		entries[i].actor = pollwarden.Actor{Name: s.Name, Role: s.Role}
+		scope := s.Scope
+		if scope == "" {
+			scope = ScopeOwn
+		}
+		entries[i].caller = Caller{Actor: pollwarden.Actor{Name: s.Name, Role: s.Role}, Scope: scope}
 		copy(entries[i].hash[:], b)
 	}
 	t := &Tokens{}
@@ -130,10 +139,24 @@ func checkSpec(s TokenSpec) []string {
 	if strings.IndexFunc(s.Name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		out = append(out, "name must not contain spaces or control characters")
 	}
+	if strings.Contains(s.Name, ":") {
+		// Local processes own operations as cli:USER and mcp:USER; a token
+		// named so would see theirs.
+		out = append(out, "name must not contain ':' (names such as cli:alice are kept for local processes)")
+	}
 	switch s.Role {
 	case pollwarden.RoleAgent, pollwarden.RoleApprover, pollwarden.RoleAdmin:
 	default:
 		out = append(out, fmt.Sprintf("role %q: want agent, approver or admin", s.Role))
+	}
+	switch s.Scope {
+	case "", ScopeAll:
+	case ScopeOwn:
+		if s.Role == pollwarden.RoleApprover || s.Role == pollwarden.RoleAdmin {
+			out = append(out, fmt.Sprintf("scope own: an %s sees every operation; scope applies to agents only", s.Role))
+		}
+	default:
+		out = append(out, fmt.Sprintf("scope %q: want own (the default: the operations this token created) or all", s.Scope))
 	}
 	if b, err := hex.DecodeString(s.SHA256); err != nil || len(b) != sha256.Size {
 		out = append(out, fmt.Sprintf("sha256 must be 64 hex digits (the SHA-256 of the token, never the token), got %d characters", len(s.SHA256)))
@@ -145,8 +168,14 @@ func checkSpec(s TokenSpec) []string {
 // entry is compared in constant time, so neither the answer's timing nor
 // anything kept reveals the token.
 func (t *Tokens) Lookup(token string) (pollwarden.Actor, bool) {
+	c, ok := t.Identify(token)
+	return c.Actor, ok
+}
+
+// Identify is Lookup with what the token's entry lets it see.
+func (t *Tokens) Identify(token string) (Caller, bool) {
 	if t == nil || token == "" {
-		return pollwarden.Actor{}, false
+		return Caller{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
 	entries := *t.entries.Load()
@@ -157,9 +186,9 @@ func (t *Tokens) Lookup(token string) (pollwarden.Actor, bool) {
 		}
 	}
 	if found < 0 {
-		return pollwarden.Actor{}, false
+		return Caller{}, false
 	}
-	return entries[found].actor, true
+	return entries[found].caller, true
 }
 
 // HashToken returns the hex SHA-256 to put in a tokens file for token.
@@ -217,7 +246,7 @@ func parseTokens(data []byte) ([]TokenSpec, []string) {
 func parseEntry(i int, n *yaml.Node) (TokenSpec, []string) {
 	var s TokenSpec
 	if n.Kind != yaml.MappingNode {
-		return s, []string{fmt.Sprintf("line %d: tokens[%d]: expected {name, role, sha256}", n.Line, i)}
+		return s, []string{fmt.Sprintf("line %d: tokens[%d]: expected {name, role, sha256, scope}", n.Line, i)}
 	}
 	var problems []string
 	for j := 0; j+1 < len(n.Content); j += 2 {
@@ -233,8 +262,10 @@ func parseEntry(i int, n *yaml.Node) (TokenSpec, []string) {
 			s.Role = pollwarden.Role(v.Value)
 		case "sha256":
 			s.SHA256 = v.Value
+		case "scope":
+			s.Scope = Scope(v.Value)
 		default:
-			problems = append(problems, fmt.Sprintf("line %d: tokens[%d].%s: unknown key (want name, role, sha256)", k.Line, i, k.Value))
+			problems = append(problems, fmt.Sprintf("line %d: tokens[%d].%s: unknown key (want name, role, sha256, scope)", k.Line, i, k.Value))
 		}
 	}
 	for k, p := range problems {

@@ -54,7 +54,13 @@ func TestLoadTokensRefused(t *testing.T) {
 		want []string
 	}{
 		"unknown entry key": {"tokens:\n  - {name: a, role: agent, sha256: " + h1 + ", token: hunter2}\n",
-			[]string{"line 2: tokens[0].token: unknown key (want name, role, sha256) (entry a)"}},
+			[]string{"line 2: tokens[0].token: unknown key (want name, role, sha256, scope) (entry a)"}},
+		"unknown scope": {"tokens:\n  - {name: a, role: agent, sha256: " + h1 + "}\n  - {name: b, role: agent, sha256: " + h2 + ", scope: everything}\n",
+			[]string{`line 3: tokens[1] (b): scope "everything": want own (the default: the operations this token created) or all`}},
+		"scope own on an approver": {"tokens:\n  - {name: a, role: approver, sha256: " + h1 + ", scope: own}\n",
+			[]string{"line 2: tokens[0] (a): scope own: an approver sees every operation"}},
+		"local owner name": {"tokens:\n  - {name: \"cli:alice\", role: agent, sha256: " + h1 + "}\n",
+			[]string{"line 2: tokens[0] (cli:alice): name must not contain ':'"}},
 		"unknown top key": {"tokens: []\nusers: []\n", []string{"line 2: users: unknown key"}},
 		"bad role": {"tokens:\n  - {name: a, role: agent, sha256: " + h1 + "}\n  - {name: b, role: boss, sha256: " + h2 + "}\n",
 			[]string{`line 3: tokens[1] (b): role "boss": want agent, approver or admin`}},
@@ -94,6 +100,40 @@ func TestLoadTokensRefused(t *testing.T) {
 	}
 	if _, err := LoadTokens(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Error("a missing file loaded")
+	}
+}
+
+// TestLoadTokensScope: an agent sees its own operations unless its entry
+// says scope: all; approvers and admins see all whatever the file says.
+func TestLoadTokensScope(t *testing.T) {
+	p := writeTokens(t, `tokens:
+  - {name: build-agent, role: agent, sha256: "`+HashToken("a")+`"}
+  - {name: mine, role: agent, sha256: "`+HashToken("b")+`", scope: own}
+  - {name: ci, role: agent, sha256: "`+HashToken("c")+`", scope: all}
+  - {name: alice, role: approver, sha256: "`+HashToken("d")+`"}
+`)
+	tk, err := LoadTokens(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := &pollwarden.Operation{ID: "x", Owner: "someone-else"}
+	for token, want := range map[string]struct {
+		scope Scope
+		all   bool
+	}{"a": {ScopeOwn, false}, "b": {ScopeOwn, false}, "c": {ScopeAll, true}, "d": {ScopeOwn, true}} {
+		c, ok := tk.Identify(token)
+		if !ok || c.Scope != want.scope || c.SeesAll() != want.all || c.Sees(theirs) != want.all {
+			t.Errorf("Identify(%s) = %+v, %v: sees all %v, sees another's %v; want scope %s, all %v", token, c, ok, c.SeesAll(), c.Sees(theirs), want.scope, want.all)
+		}
+		if own := (&pollwarden.Operation{ID: "y", Owner: c.Name}); !c.Sees(own) {
+			t.Errorf("%s does not see its own operation", c.Name)
+		}
+	}
+	if (Caller{}).Sees(&pollwarden.Operation{}) || (Caller{}).SeesAll() {
+		t.Error("the zero Caller sees an operation")
+	}
+	if _, ok := (Caller{}).ListOwner(); ok {
+		t.Error("the zero Caller may list")
 	}
 }
 

@@ -14,7 +14,7 @@ func (s *server) get(ctx context.Context, id string) (*pollwarden.Operation, err
 	if id == "" {
 		return nil, errors.New("operation_id is required: the one watch_job returned (list_jobs lists them)")
 	}
-	op, err := s.o.Store.OperationGet(ctx, id)
+	op, err := s.visible(ctx, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		return nil, fmt.Errorf("no operation %s; register the job with watch_job first (list_jobs lists the known ones)", clip(id))
 	}

@@ -24,7 +24,9 @@ const Path = "/mcp"
 // <token> of a token in the tokens file whose role is agent, approver or
 // admin. No token or an unknown one is 401, another role 403, with the
 // API's JSON error body. A session is bound to the token's name that
-// opened it, so another token cannot use its session id.
+// opened it, so another token cannot use its session id. Each request acts
+// as its token: an agent sees only the operations it created (unless its
+// entry says scope: all), and the audit names the token for what it does.
 type HTTPHandler struct {
 	tokens *httpapi.Tokens
 	next   http.Handler
@@ -34,19 +36,21 @@ type HTTPHandler struct {
 	close   context.CancelFunc
 }
 
-// NewHTTPHandler wraps srv (from NewServer) for the daemon.
+// NewHTTPHandler wraps srv (from NewServer) for the daemon. srv must
+// serve only through it: it makes every request of srv act as its token.
 func NewHTTPHandler(srv *sdk.Server, tokens *httpapi.Tokens, log *slog.Logger) *HTTPHandler {
 	h := &HTTPHandler{tokens: tokens}
 	h.streams, h.close = context.WithCancel(context.Background())
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{Logger: log, SessionTimeout: 30 * time.Minute})
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		who, ok := tokens.Lookup(token)
+		who, ok := tokens.Identify(token)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: who.Name}, nil
+		return &auth.TokenInfo{UserID: who.Name, Extra: map[string]any{callerInfoKey: who}}, nil
 	}
+	srv.AddReceivingMiddleware(withCaller)
 	h.next = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
 	return h
 }

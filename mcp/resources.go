@@ -38,7 +38,7 @@ func (s *server) readOperation(ctx context.Context, req *sdk.ReadResourceRequest
 	if !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	op, err := s.o.Store.OperationGet(ctx, id)
+	op, err := s.visible(ctx, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
@@ -70,7 +70,9 @@ type watcher struct {
 	stop     context.CancelFunc
 }
 
-// subscribe registers req's session for uri. It returns only once the
+// subscribe registers req's session for uri, only for an operation the
+// caller may see (another agent's is not found, as a missing one): the SDK
+// then sends this session every update of uri. It returns only once the
 // operation's change signals are being watched: the SDK acknowledges the
 // subscription to the client after this returns (resources/subscribe's
 // answer, or notifications/subscriptions/acknowledged on a
@@ -81,6 +83,13 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 	id, ok := operationID(uri)
 	if !ok {
 		return fmt.Errorf("cannot subscribe to %s: resources are %s", clip(uri), ResourceTemplate)
+	}
+	// Checked for every session, also when another is already subscribed.
+	if _, err := ws.s.visible(ctx, id); err != nil {
+		if errors.Is(err, pollwarden.ErrNotFound) {
+			return sdk.ResourceNotFoundError(uri)
+		}
+		return internal(err)
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()

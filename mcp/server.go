@@ -49,9 +49,14 @@ type Options struct {
 	// Recheck is how often wait_job re-reads the store besides the change
 	// signals (default 1 s).
 	Recheck time.Duration
+	// Owner is recorded as the owner of the operations this server creates
+	// when it is not served through NewHTTPHandler (the stdio server;
+	// default "mcp"). Through NewHTTPHandler the token's name is.
+	Owner string
 }
 
-// Actor is who request_extension records as asking.
+// Actor is who the stdio server's request_extension and watch_job record
+// as asking; over the daemon's /mcp, the token's name and role are.
 var Actor = pollwarden.Actor{Name: "mcp-agent", Role: pollwarden.RoleAgent}
 
 // Tool names, fixed by the specification.
@@ -90,6 +95,9 @@ func NewServer(o Options) *sdk.Server {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Owner == "" {
+		o.Owner = "mcp"
 	}
 	s := &server{o: o}
 	s.ws = &watchers{s: s, w: map[string]*watcher{}}

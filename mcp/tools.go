@@ -75,15 +75,36 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 			return nil, JobAnswer{}, fmt.Errorf("%v %s", err, s.o.CredentialHint)
 		}
 	}
+	who := s.who(ctx)
+	if who.remote && who.caller.Name == "" {
+		return nil, JobAnswer{}, errors.New("this request carries no token: send Authorization: Bearer <token>")
+	}
 	if p.ID == "" {
 		cred := ""
 		if ct.Status.Credential != nil {
 			cred = ct.Status.Credential.Ref
 		}
-		p.ID = ct.Name + "-" + policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred)[:12]
+		p.ID = derivedID(ct.Name, policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred), who)
+	}
+	p.Owner = s.owner(who)
+	if who.remote { // a token is named as the creator; the stdio server is the operator's own
+		actor := who.actor()
+		p.By = &actor
+	}
+	// An id taken by an operation the caller may not see is refused
+	// before Submit, whose answer (a resume, or a refusal naming the
+	// stored job) would tell of that operation.
+	if err := s.taken(ctx, p.ID); err != nil {
+		return nil, JobAnswer{}, err
 	}
 	op, created, err := s.o.Controller.Submit(ctx, ex, p)
+	if err == nil && !who.sees(op) {
+		err = errTaken(p.ID) // created by someone else since the check
+	}
 	if err != nil {
+		if terr := s.taken(ctx, p.ID); terr != nil {
+			return nil, JobAnswer{}, terr
+		}
 		if errors.Is(err, pollwarden.ErrInvalid) {
 			return nil, JobAnswer{}, errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
 		}
@@ -181,6 +202,11 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 		lp.Phase = ph
 	}
 	lp.Limit = 100
+	owner, ok := s.who(ctx).listOwner()
+	if !ok {
+		return nil, ListAnswer{Operations: []pollwarden.Outcome{}}, nil
+	}
+	lp.Owner = owner
 	list, err := s.o.Store.OperationList(ctx, lp)
 	if err != nil {
 		return nil, ListAnswer{}, internal(err)
@@ -222,7 +248,7 @@ func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, i
 	if _, err := s.get(ctx, in.OperationID); err != nil {
 		return nil, ExtensionAnswer{}, err
 	}
-	op, err := s.o.Controller.RequestExtension(ctx, in.OperationID, Actor,
+	op, err := s.o.Controller.RequestExtension(ctx, in.OperationID, s.who(ctx).actor(),
 		controller.ExtensionRequest{ExtraTime: extra, ExtraStatusRequests: in.ExtraStatusRequests, Justification: in.Justification})
 	if err != nil {
 		return nil, ExtensionAnswer{}, internal(err)

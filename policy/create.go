@@ -23,6 +23,11 @@ type NewParams struct {
 	// MayRaise is true only when an approver creates the operation; then
 	// limits above the contract's defaults are accepted (R20).
 	MayRaise bool
+	// Owner is recorded as the operation's owner (see
+	// pollwarden.Operation.Owner); By, when set, is who asked, named in the
+	// submitted event as in every later event an actor causes.
+	Owner string
+	By    *pollwarden.Actor
 	// RequestDigest is kept on the record as given (see
 	// pollwarden.Operation.RequestDigest); policy does not read it.
 	RequestDigest string
@@ -66,7 +71,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		ExpectedTerminal: c.TerminalStates(), StartedAt: now, DeadlineAt: deadline,
 		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
 		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
-		RequestDigest: p.RequestDigest,
+		RequestDigest: p.RequestDigest, Owner: p.Owner,
 	}
 	if p.Rand != nil {
 		op.JitterFactor = DrawFactor(p.Rand)
@@ -83,8 +88,17 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	ev := newEvent(op, now, pollwarden.EventSubmitted, pollwarden.EventData{
 		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq,
 		Detail: fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited),
+		Actor:  cloneActor(p.By),
 	})
 	return op, []pollwarden.Event{ev}, nil
+}
+
+func cloneActor(a *pollwarden.Actor) *pollwarden.Actor {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	return &c
 }
 
 func pickLimit(problems *[]string, name string, asked, contract int, mayRaise bool) int {

@@ -24,7 +24,7 @@ var recordCols = []string{
 	"phase", "reason", "started_at", "deadline_at", "next_poll_at", "finished_at",
 	"status_requests_used", "max_status_requests", "transport_failures_used",
 	"max_transport_failures", "rate_limited_used", "max_rate_limited",
-	"completed_polls", "version", "record",
+	"completed_polls", "version", "owner", "record",
 }
 
 var (
@@ -70,7 +70,7 @@ func recordArgs(op *pollwarden.Operation) ([]any, error) {
 		storerow.FormatTime(op.NextPollAt), storerow.FormatTimePtr(op.FinishedAt),
 		op.StatusRequestsUsed, op.MaxStatusRequests, op.TransportFailuresUsed,
 		op.MaxTransportFailures, op.RateLimitedUsed, op.MaxRateLimited,
-		op.CompletedPolls, op.Version, string(rec),
+		op.CompletedPolls, op.Version, op.Owner, string(rec),
 	}, nil
 }
 
@@ -129,9 +129,9 @@ func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operat
 }
 
 // OperationList returns records newest first (by creation), optionally only
-// those in p.Phase and at most p.Limit of them (Limit <= 0: all). With
-// p.DueBefore it returns waiting operations due at or before it, oldest due
-// first; the literal 'waiting' matches the partial index operations_due,
+// those in p.Phase and of p.Owner, and at most p.Limit of them (Limit <= 0:
+// all). With p.DueBefore it returns waiting operations due at or before
+// it, oldest due first; the literal 'waiting' matches the partial index operations_due,
 // which then serves the range, the order and the limit.
 func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
 	q, args := listSQL(p)
@@ -169,6 +169,9 @@ func listSQL(p pollwarden.ListParams) (string, []any) {
 	}
 	if p.Phase != "" {
 		where = append(where, "phase = "+arg(string(p.Phase)))
+	}
+	if p.Owner != "" {
+		where = append(where, "owner = "+arg(p.Owner))
 	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

@@ -40,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"CreateExists", testCreateExists},
 		{"GetNotFound", testGetNotFound},
 		{"ListOrderFilterLimit", testList},
+		{"ListOwnerBeforeLimit", testListOwner},
+		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},
 		{"SaveRoundTrip", testSaveRoundTrip},
@@ -99,6 +101,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op := newOp(id)
 	op.CredentialName = "env:EXPORT_API_TOKEN"
 	op.RequestDigest = "sha256:0f3c9a"
+	op.Owner = "build-agent"
 	op.BusinessDeadlineAt = ptr(at(time.Hour).In(time.UTC))
 	op.ProviderExpiresAt = ptr(at(2 * time.Hour).In(time.FixedZone("P", -7*3600)))
 	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2

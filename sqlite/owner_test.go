@@ -1,0 +1,56 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/sqlite"
+)
+
+// TestOwnerMigrationKeepsOldRows: a store made before migration 003 is
+// upgraded in place; its operations get no owner (so only those who see
+// all see them) and lists by owner work at once.
+func TestOwnerMigrationKeepsOldRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pw.db")
+	s, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	op := &pollwarden.Operation{ID: "old", Contract: "c", ProviderJobID: "j", Fingerprint: "f",
+		StartedAt: now, DeadlineAt: now.Add(time.Hour), NextPollAt: now, Phase: pollwarden.PhaseWaiting}
+	if err := s.OperationCreate(t.Context(), op, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Back to schema 2, as a store written by the previous release.
+	for _, q := range []string{"DROP INDEX operations_owner", "ALTER TABLE operations DROP COLUMN owner",
+		"DELETE FROM pollwarden_migrations WHERE version = 3"} {
+		if err := rawExec(t, path, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, err = sqlite.Open(t.Context(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if got := rawQuery(t, path, "SELECT owner FROM operations WHERE id = 'old'"); got != "" {
+		t.Fatalf("old row's owner %q, want none", got)
+	}
+	got, err := s.OperationGet(t.Context(), "old")
+	if err != nil || got.Owner != "" {
+		t.Fatalf("old record: %+v, %v", got, err)
+	}
+	mine := &pollwarden.Operation{ID: "new", Contract: "c", ProviderJobID: "j2", Fingerprint: "f2", Owner: "build-agent",
+		StartedAt: now, DeadlineAt: now.Add(time.Hour), NextPollAt: now, Phase: pollwarden.PhaseWaiting}
+	if err := s.OperationCreate(t.Context(), mine, nil); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.OperationList(t.Context(), pollwarden.ListParams{Owner: "build-agent"})
+	if err != nil || len(list) != 1 || list[0].ID != "new" {
+		t.Fatalf("list by owner after the upgrade: %v, %v", list, err)
+	}
+}
