@@ -21,18 +21,22 @@ func CheckText(field, s string) error {
 }
 
 // CheckJSONText refuses a raw JSON document holding bytes that are not
-// valid UTF-8, naming the field whose string holds them (e.g. "job_id",
-// "vars.region", "items[2]"). It must run on the bytes as received:
-// encoding/json replaces such bytes with U+FFFD without an error.
+// valid UTF-8, or a \u escape of half a surrogate pair (which decodes to
+// U+FFFD just the same), naming the field whose string holds them (e.g.
+// "job_id", "vars.region", "items[2]"). It must run on the bytes as
+// received: encoding/json replaces both with U+FFFD without an error.
 func CheckJSONText(data []byte) error {
 	bad := invalidAt(data)
+	if s := loneSurrogateAt(data); s >= 0 && (bad < 0 || s < bad) {
+		bad = s
+	}
 	if bad < 0 {
 		return nil
 	}
 	if field := fieldAt(data, bad); field != "" {
-		return fmt.Errorf("%w: %s is not valid UTF-8 (bad byte at offset %d of the body); send UTF-8 text", ErrInvalid, field, bad)
+		return fmt.Errorf("%w: %s is not valid UTF-8 (at offset %d of the body); send UTF-8 text", ErrInvalid, field, bad)
 	}
-	return fmt.Errorf("%w: the body is not valid UTF-8 (bad byte at offset %d); send UTF-8 text", ErrInvalid, bad)
+	return fmt.Errorf("%w: the body is not valid UTF-8 (at offset %d); send UTF-8 text", ErrInvalid, bad)
 }
 
 // invalidAt is the offset of the first byte of b that is not part of a
@@ -46,6 +50,48 @@ func invalidAt(b []byte) int {
 		i += n
 	}
 	return -1
+}
+
+// loneSurrogateAt is the offset of the first \u escape, inside a JSON
+// string, of a surrogate that is not part of a high-low pair, or -1.
+func loneSurrogateAt(b []byte) int {
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\' && i+1 < len(b) && b[i+1] == 'u':
+			r, ok := hex4(b, i+2)
+			switch {
+			case !ok:
+				return -1 // malformed: the decoder reports it
+			case r >= 0xD800 && r < 0xDC00:
+				lo, ok := hex4(b, i+8)
+				if i+7 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' || !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return i
+				}
+				i += 11
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return i
+			default:
+				i += 5
+			}
+		case c == '\\':
+			i++
+		}
+	}
+	return -1
+}
+
+// hex4 reads four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[i:i+4]), 16, 32)
+	return rune(n), err == nil
 }
 
 // jsonFrame is one open object or array while fieldAt walks a document.

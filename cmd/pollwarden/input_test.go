@@ -114,7 +114,7 @@ func TestServeBoundsEveryLimit(t *testing.T) {
 }
 
 // TestServeRefusesIdsThatAreNotUTF8: a body whose strings hold bytes that
-// are not UTF-8 is refused with 422 naming the field, on the API and on the
+// are not UTF-8 (or an escaped half surrogate pair) is refused with 422 naming the field, on the API and on the
 // daemon's MCP tools, instead of being registered under an id or job id
 // with those bytes replaced by U+FFFD.
 func TestServeRefusesIdsThatAreNotUTF8(t *testing.T) {
@@ -128,13 +128,15 @@ func TestServeRefusesIdsThatAreNotUTF8(t *testing.T) {
 		{"{\"operation_id\":\"utf8-job\",\"contract\":\"proc-test\",\"job_id\":\"run-\xff\"}", "job_id"},
 		{"{\"operation_id\":\"op-\xfe\",\"contract\":\"proc-test\",\"job_id\":\"run-1\"}", "operation_id"},
 		{"{\"contract\":\"proc-test\xc3\",\"job_id\":\"run-1\"}", "contract"},
+		// Half a surrogate pair, escaped: valid bytes that decode to U+FFFD.
+		{`{"operation_id":"utf8-surrogate","contract":"proc-test","job_id":"run-\ud800"}`, "job_id"},
 	} {
 		code, msg := rawCall(t, base, "agent-token", "POST", "/v1/operations", []byte(tc.body))
 		if code != 422 || !strings.Contains(msg, tc.field+" is not valid UTF-8") {
 			t.Errorf("create %q: %d %q, want 422 naming %s", tc.body, code, msg, tc.field)
 		}
 	}
-	if code, msg := rawCall(t, base, "alice-token", "GET", "/v1/operations", nil); code != 200 || strings.Contains(msg, "utf8-job") {
+	if code, msg := rawCall(t, base, "alice-token", "GET", "/v1/operations", nil); code != 200 || strings.Contains(msg, "utf8-") {
 		t.Fatalf("a refused create was stored: %d %s", code, msg)
 	}
 
