@@ -39,15 +39,15 @@ type Store interface {
 	// reservation of the next request (R11, R22) in one write transaction:
 	// a step then costs two writes (this and its decision saved with
 	// SaveParams.Release) instead of four. If the lease is held on the
-	// lease clock (see ClaimParams.Now) it
-	// fails with ErrLeaseHeld and writes nothing. Otherwise it reads the
-	// record as stored and calls p.Reserve with it (see ClaimParams.Have
-	// for a caller's copy standing for it). When Reserve returns a
-	// record, that record (its Version as read) and its events are saved
-	// and the lease taken with the next epoch, together; OperationClaim
-	// returns the saved record (Version incremented) and the lease. When
-	// Reserve returns nil, nothing is written, no lease is taken, and
-	// OperationClaim returns the record as read and a nil lease.
+	// lease clock (see LeaseParams.Now) it fails with ErrLeaseHeld and
+	// writes nothing. Otherwise it reads the record as stored and calls
+	// p.Reserve with it (see ClaimParams.Have for a caller's copy standing
+	// for it). When Reserve returns a record, that record (its Version as
+	// read) and its events are saved and the lease taken with the next
+	// epoch, together; OperationClaim returns the saved record (Version
+	// incremented) and the lease. When Reserve returns nil, nothing is
+	// written, no lease is taken, and OperationClaim returns the record as
+	// read and a nil lease.
 	OperationClaim(ctx context.Context, p ClaimParams) (*Operation, *Lease, error)
 	// EventList returns an operation's events in order (by Seq), with Data
 	// decoded from the stored payload and Payload holding the stored bytes;
@@ -110,9 +110,9 @@ type SaveParams struct {
 type ClaimParams struct {
 	OperationID string
 	Owner       string
-	// Now is the caller's clock, given to the lease decision as in
-	// LeaseParams.Now; Reserve decides with its own copy whether a request
-	// is due.
+	// Now is the caller's clock: SQLite judges the lease with it,
+	// PostgreSQL with the database's clock (see LeaseParams.Now). Whether
+	// a request is due is Reserve's to decide, on the caller's time.
 	Now time.Time
 	TTL time.Duration
 	// Reserve sees the record (a copy it may keep) and returns the record
