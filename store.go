@@ -24,12 +24,13 @@ type Store interface {
 	// lease, the save fails with ErrLeaseHeld while another owner holds an
 	// unexpired lease. The lease is checked before the version, so a writer
 	// whose lease was lost always learns that (and stops) rather than
-	// reloading and retrying. A lease is held while now < ExpiresAt; a zero
-	// Now means the store's clock. On success op.Version is incremented and
-	// the events are appended.
+	// reloading and retrying. A lease is held while now < ExpiresAt, now
+	// being the lease clock (see LeaseParams.Now). On success op.Version is
+	// incremented and the events are appended.
 	OperationSave(ctx context.Context, p SaveParams) error
-	// LeaseAcquire takes the lease if it is free or expired at p.Now,
-	// increasing its epoch; otherwise ErrLeaseHeld.
+	// LeaseAcquire takes the lease if it is free or expired on the lease
+	// clock (see LeaseParams.Now), increasing its epoch; otherwise
+	// ErrLeaseHeld.
 	LeaseAcquire(ctx context.Context, p LeaseParams) (*Lease, error)
 	// LeaseRelease frees the lease if l is still current; releasing a lost
 	// lease is not an error.
@@ -37,15 +38,16 @@ type Store interface {
 	// OperationClaim is LeaseAcquire, the reload under the lease and the
 	// reservation of the next request (R11, R22) in one write transaction:
 	// a step then costs two writes (this and its decision saved with
-	// SaveParams.Release) instead of four. If the lease is held at p.Now it
-	// fails with ErrLeaseHeld and writes nothing. Otherwise it reads the
-	// record as stored and calls p.Reserve with it (see ClaimParams.Have
-	// for a caller's copy standing for it). When Reserve returns a
-	// record, that record (its Version as read) and its events are saved
-	// and the lease taken with the next epoch, together; OperationClaim
-	// returns the saved record (Version incremented) and the lease. When
-	// Reserve returns nil, nothing is written, no lease is taken, and
-	// OperationClaim returns the record as read and a nil lease.
+	// SaveParams.Release) instead of four. If the lease is held on the
+	// lease clock (see LeaseParams.Now) it fails with ErrLeaseHeld and
+	// writes nothing. Otherwise it reads the record as stored and calls
+	// p.Reserve with it (see ClaimParams.Have for a caller's copy standing
+	// for it). When Reserve returns a record, that record (its Version as
+	// read) and its events are saved and the lease taken with the next
+	// epoch, together; OperationClaim returns the saved record (Version
+	// incremented) and the lease. When Reserve returns nil, nothing is
+	// written, no lease is taken, and OperationClaim returns the record as
+	// read and a nil lease.
 	OperationClaim(ctx context.Context, p ClaimParams) (*Operation, *Lease, error)
 	// EventList returns an operation's events in order (by Seq), with Data
 	// decoded from the stored payload and Payload holding the stored bytes;
@@ -96,7 +98,9 @@ type SaveParams struct {
 	Op     *Operation
 	Lease  *Lease
 	Events []Event
-	Now    time.Time
+	// Now is the caller's clock; see LeaseParams.Now for which clock
+	// checks the lease.
+	Now time.Time
 	// Release frees Lease in the same transaction as the save (the epoch
 	// is kept), so that a step's last write also ends its ownership. The
 	// save checks the lease first, so only the current lease is ever
@@ -110,8 +114,11 @@ type SaveParams struct {
 type ClaimParams struct {
 	OperationID string
 	Owner       string
-	Now         time.Time
-	TTL         time.Duration
+	// Now is the caller's clock: SQLite judges the lease with it,
+	// PostgreSQL with the database's clock (see LeaseParams.Now). Whether
+	// a request is due is Reserve's to decide, on the caller's time.
+	Now time.Time
+	TTL time.Duration
 	// Reserve sees the record (a copy it may keep) and returns the record
 	// to save, with Version left as read, and its events; or nil to take
 	// nothing. Only its answer for the record as stored under the lease is
@@ -134,6 +141,13 @@ type ClaimParams struct {
 type LeaseParams struct {
 	OperationID string
 	Owner       string
-	Now         time.Time
-	TTL         time.Duration
+	// Now is the caller's clock. Which clock decides a lease (held or
+	// free, its expiry, a fenced save) depends on the driver: SQLite
+	// serves one machine and uses Now (its own clock when zero), so a
+	// controller's fake clock also drives its leases; PostgreSQL serves
+	// replicas on many machines and always uses the database's clock,
+	// ignoring Now, so a replica whose clock runs ahead cannot take a lease
+	// another replica still holds.
+	Now time.Time
+	TTL time.Duration
 }

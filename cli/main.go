@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Env is what a command may read from its surroundings; tests pass their
@@ -132,15 +134,23 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 }
 
 // argsAreUsage makes every wrong argument count or unknown subcommand a
-// usage error (exit 2), as cobra reports them as plain errors. A command
-// that only groups others shows its help when called alone.
+// usage error (exit 2), as cobra reports them as plain errors, and so is
+// any flag or argument that is not UTF-8 (see textOnly). A command that
+// only groups others shows its help when called alone.
 func argsAreUsage(cmd *cobra.Command) {
 	if cmd.HasSubCommands() && cmd.Args == nil && cmd.RunE == nil && cmd.Run == nil {
 		cmd.Args = cobra.NoArgs
 		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	}
-	if check := cmd.Args; check != nil {
+	check := cmd.Args
+	if check == nil && cmd.Runnable() {
+		check = cobra.ArbitraryArgs
+	}
+	if check != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := textOnly(c, args); err != nil {
+				return usage(errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")))
+			}
 			if err := check(c, args); err != nil {
 				return usage(fmt.Errorf("%s: %w", c.CommandPath(), err))
 			}
@@ -150,6 +160,25 @@ func argsAreUsage(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		argsAreUsage(sub)
 	}
+}
+
+// textOnly refuses a flag value or an argument that is not valid UTF-8,
+// naming it: an id, a job id or a name given so would be stored with its
+// bad bytes replaced by U+FFFD, not as typed. The command line is text
+// throughout, file paths included.
+func textOnly(c *cobra.Command, args []string) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if err == nil {
+			err = pollwarden.CheckText("--"+f.Name, f.Value.String())
+		}
+	})
+	for i, a := range args {
+		if err == nil {
+			err = pollwarden.CheckText(fmt.Sprintf("argument %d (%s)", i+1, c.CommandPath()), a)
+		}
+	}
+	return err
 }
 
 type flagError struct{ err error }

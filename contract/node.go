@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pollwarden/pollwarden"
 )
 
 // decoder walks a yaml.v3 node tree and collects every problem it meets
@@ -202,6 +204,31 @@ func (o *object) integer(key string, def, min int) int {
 		return def
 	}
 	return n
+}
+
+// limit is integer for a count limit: at least 1 and at most
+// pollwarden.MaxCount, so that no budget, nor any sum an extension makes,
+// can overflow.
+func (o *object) limit(key string, def int) int {
+	n := o.integer(key, def, 1)
+	if n > pollwarden.MaxCount {
+		v, _ := o.get(key, false)
+		o.d.addf(v.Line, o.child(key), "must be at most %d, got %d", pollwarden.MaxCount, n)
+		return def
+	}
+	return n
+}
+
+// span is duration for a limit of time: greater than 0 and at most
+// pollwarden.MaxSpan (a year).
+func (o *object) span(key string, def time.Duration) time.Duration {
+	d, ok := o.duration(key, def, false)
+	if ok && d > pollwarden.MaxSpan {
+		v, _ := o.get(key, false)
+		o.d.addf(v.Line, o.child(key), "must be at most %s (a year), got %s", pollwarden.ShortDuration(pollwarden.MaxSpan), clip(v.Value))
+		return def
+	}
+	return d
 }
 
 // rate returns a finite number >= 0 (whole or not), 0 when absent: a

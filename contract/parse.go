@@ -146,22 +146,20 @@ func (d *decoder) backoff(o *object) pollwarden.Backoff {
 }
 
 func (d *decoder) limits(o *object) pollwarden.Limits {
-	deadline, _ := o.duration("deadline", defaultDeadline, false)
 	return pollwarden.Limits{
-		Deadline:             deadline,
-		MaxStatusRequests:    o.integer("max_status_requests", defaultMaxRequests, 1),
-		MaxTransportFailures: o.integer("max_transport_failures", defaultMaxTransport, 1),
-		MaxRateLimited:       o.integer("max_rate_limited", defaultMaxRateLimited, 1),
+		Deadline:             o.span("deadline", defaultDeadline),
+		MaxStatusRequests:    o.limit("max_status_requests", defaultMaxRequests),
+		MaxTransportFailures: o.limit("max_transport_failures", defaultMaxTransport),
+		MaxRateLimited:       o.limit("max_rate_limited", defaultMaxRateLimited),
 		MaxRequestsPerSecond: o.rate("max_requests_per_second"),
 	}
 }
 
 func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 	ext := o.obj("extension", false, "time", "status_requests")
-	t, _ := ext.duration("time", defaultExtensionTime, false)
 	e := pollwarden.EscalationSpec{
-		ExtensionTime:     t,
-		ExtensionRequests: ext.integer("status_requests", defaultExtensionChecks, 1),
+		ExtensionTime:     ext.span("time", defaultExtensionTime),
+		ExtensionRequests: ext.limit("status_requests", defaultExtensionChecks),
 	}
 	if s, line, ok := o.str("console_url", false); ok {
 		if _, msg := checkTemplate(s, jobIDVar); msg != "" {

@@ -43,7 +43,7 @@ name: bench
 status: {url: "%s/jobs/{job_id}"}
 state: {path: state, pending: [running], success: [succeeded]}
 backoff: {base: 1s, max: 1s}
-limits: {deadline: 100000h, max_status_requests: 1000000000}
+limits: {deadline: 8784h, max_status_requests: 1000000}
 `, srv.URL()))
 	if err != nil {
 		b.Fatal(err)

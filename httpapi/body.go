@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/pollwarden/pollwarden"
 )
 
 // maxBody bounds every request body. The largest legitimate body (a
@@ -17,9 +19,9 @@ const maxBody = 64 << 10
 // decodeBody reads exactly one JSON object into v, strictly: an unknown
 // field is a mistake in the client (a misspelt "max_status_request" would
 // otherwise silently take the contract's default), not something to
-// ignore. Malformed JSON and unknown fields are 400, a body over maxBody
-// 413, so that nothing is stored from a request the server did not fully
-// understand.
+// ignore. Malformed JSON and unknown fields are 400, a string that is not
+// UTF-8 422 naming its field, a body over maxBody 413, so that nothing is
+// stored from a request the server did not fully understand.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.ContentLength > maxBody {
 		return tooLarge()
@@ -34,6 +36,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	if strings.TrimSpace(string(data)) == "" {
 		return errorf(http.StatusBadRequest, codeInvalidJSON, "the request body is empty; expected a JSON object")
+	}
+	// Before decoding, which would turn bytes that are not UTF-8 into
+	// U+FFFD and so keep, as an id, text the client never sent.
+	if err := pollwarden.CheckJSONText(data); err != nil {
+		return unprocessable("%s", strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
 	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()

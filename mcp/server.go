@@ -7,7 +7,9 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"time"
@@ -123,39 +125,55 @@ func NewServer(o Options) *sdk.Server {
 Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 		Annotations:  &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 		OutputSchema: jobSchema,
-	}, s.watchJob)
+	}, textOnly(s.watchJob))
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolGetJob,
 		Title:        "Read a job's record",
 		Description:  `Return the current record of an operation, at once. It sends no provider request. To wait for a change, use wait_job instead of calling get_job repeatedly.`,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		OutputSchema: jobSchema,
-	}, s.getJob)
+	}, textOnly(s.getJob))
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolWaitJob,
 		Title:        "Wait for a job's phase to change",
 		Description:  `Hold until the operation's phase changes or max_wait_seconds pass (default and maximum 50), then return the record. The wait itself sends no provider request: pollwarden's scheduler polls on the contract's schedule. If phase is still "waiting" when time runs out, the answer's guidance says when the next status request is due and why; call wait_job again. phase "escalated" means a person must decide: escalation.message and escalation.options say what; tell the user, you cannot choose an option that grants authority. Sends progress notifications while waiting when the request carries a progress token. A host that can handle resource subscriptions may instead subscribe to pollwarden://operations/{operation_id}: it is notified on every phase change.`,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		OutputSchema: jobSchema,
-	}, s.waitJob)
+	}, textOnly(s.waitJob))
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolListJobs,
 		Title:        "List jobs",
 		Description:  `List operations, newest first (at most 100), optionally only those in one phase: waiting, succeeded, failed, cancelled, expired or escalated. Sends no provider request.`,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		OutputSchema: outputSchema[ListAnswer](),
-	}, s.listJobs)
+	}, textOnly(s.listJobs))
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolRequestExtension,
 		Title:        "Ask a person for more time or requests",
 		Description:  `Record, in the operation's audit log, a request for more time and/or more status requests, with your justification, for an approver to consider. It GRANTS NOTHING: the deadline and budget stay as they are until a person decides (pollwarden decide, or the daemon's API). Use it when a job escalated on deadline_exceeded or request_budget_exhausted, or is about to, and tell the user you asked.`,
 		Annotations:  &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 		OutputSchema: outputSchema[ExtensionAnswer](),
-	}, s.requestExtension)
+	}, textOnly(s.requestExtension))
 	return srv
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// textOnly refuses a call whose arguments, as they came over the wire,
+// hold bytes that are not UTF-8, naming the argument. The SDK's decoding
+// would turn them into U+FFFD, so an operation or job id would silently
+// become one the agent never sent.
+func textOnly[In, Out any](h sdk.ToolHandlerFor[In, Out]) sdk.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		if req != nil && req.Params != nil {
+			if err := pollwarden.CheckJSONText(req.Params.Arguments); err != nil {
+				var none Out
+				return nil, none, errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+			}
+		}
+		return h(ctx, req, in)
+	}
+}
 
 // outputSchema infers T's schema; json.RawMessage (result,
 // provider_error) is any JSON value, published as an object schema (see

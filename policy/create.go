@@ -39,7 +39,10 @@ type NewParams struct {
 // NewOperation builds the record that must be stored before the first
 // status request (R4, R10): the deadline, every budget and the expected
 // terminal states, with the credential by name only. Limits may be lowered
-// freely; raising one above the contract's needs an approver.
+// freely; raising one above the contract's needs an approver, and none may
+// pass pollwarden.MaxCount or a deadline pollwarden.MaxSpan away. The ids
+// must be UTF-8 text: a door that decoded JSON has checked the raw bytes
+// already, this catches the others (the command line).
 func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	var problems []string
 	lim := c.Limits
@@ -48,6 +51,9 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		switch {
 		case !p.Deadline.After(now):
 			problems = append(problems, fmt.Sprintf("deadline %s is not in the future", p.Deadline.UTC().Format(time.RFC3339)))
+		case p.Deadline.Sub(now) > pollwarden.MaxSpan:
+			problems = append(problems, fmt.Sprintf("deadline %s is more than %s (a year) from now, the most any deadline may be",
+				p.Deadline.UTC().Format(time.RFC3339), pollwarden.ShortDuration(pollwarden.MaxSpan)))
 		case p.Deadline.After(deadline) && !p.MayRaise:
 			problems = append(problems, fmt.Sprintf("deadline %s is later than the contract's %s; only an approver may raise it",
 				p.Deadline.UTC().Format(time.RFC3339), lim.Deadline))
@@ -62,6 +68,11 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	}
 	if p.ID == "" {
 		problems = append(problems, "an operation id is required")
+	}
+	for _, f := range []struct{ name, v string }{{"operation id", p.ID}, {"job id", p.ProviderJobID}, {"status URL", p.StatusURL}} {
+		if err := pollwarden.CheckText(f.name, f.v); err != nil {
+			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+		}
 	}
 	if len(problems) > 0 {
 		return nil, nil, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
@@ -101,12 +112,17 @@ func cloneActor(a *pollwarden.Actor) *pollwarden.Actor {
 	return &c
 }
 
+// pickLimit is the operation's limit for a caller's ask: the contract's
+// when none, the ask when it is positive, within pollwarden.MaxCount and
+// (unless an approver asks) within the contract's.
 func pickLimit(problems *[]string, name string, asked, contract int, mayRaise bool) int {
 	switch {
 	case asked == 0:
 		return contract
 	case asked < 0:
 		*problems = append(*problems, fmt.Sprintf("%s must be positive, got %d", name, asked))
+	case asked > pollwarden.MaxCount:
+		*problems = append(*problems, fmt.Sprintf("%s %d is above %d, the most any operation may have", name, asked, pollwarden.MaxCount))
 	case asked > contract && !mayRaise:
 		*problems = append(*problems, fmt.Sprintf("%s %d is above the contract's %d; only an approver may raise it", name, asked, contract))
 	}

@@ -17,7 +17,8 @@ type DecisionParams struct {
 
 // Apply records a decision on an escalated operation (R20). Options that
 // grant authority are refused unless the actor is an approver. An extension
-// sets a new deadline and adds to the budgets; it never resets a counter.
+// sets a new deadline and adds to the budgets, saturating at
+// pollwarden.MaxCount (never wrapping); it never resets a counter.
 // A cancel is only marked here: the call itself is a separate action with
 // its own record (R23), so the caller performs it and then calls Cancelled.
 func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
@@ -52,12 +53,12 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 	case pollwarden.OptionExtend:
 		dl := extendedDeadline(op, c.Escalation.ExtensionTime, now)
 		next.DeadlineAt = dl
-		next.MaxStatusRequests += c.Escalation.ExtensionRequests
+		next.MaxStatusRequests = pollwarden.AddCount(op.MaxStatusRequests, c.Escalation.ExtensionRequests)
 		switch op.Reason {
 		case pollwarden.ReasonRateLimited:
-			next.MaxRateLimited++
+			next.MaxRateLimited = pollwarden.AddCount(op.MaxRateLimited, 1)
 		case pollwarden.ReasonProviderFailure:
-			next.MaxTransportFailures++
+			next.MaxTransportFailures = pollwarden.AddCount(op.MaxTransportFailures, 1)
 		}
 		extra = reopen(next, now, pollwarden.DelayManualExtension)
 		data.DeadlineAt, data.MaxRequests = &dl, next.MaxStatusRequests

@@ -50,13 +50,16 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 		})
 	case r != pollwarden.ReasonAuthorizationDenied:
 		dl := extendedDeadline(op, ext.ExtensionTime, now)
-		newMax := op.MaxStatusRequests + ext.ExtensionRequests
+		// The budget saturates at pollwarden.MaxCount: the option says
+		// what it would really add, as Apply does it.
+		newMax := pollwarden.AddCount(op.MaxStatusRequests, ext.ExtensionRequests)
+		more := max(newMax-op.MaxStatusRequests, 0)
 		opts = append(opts, pollwarden.Option{
 			ID: pollwarden.OptionExtend,
 			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d)%s",
-				humanDuration(ext.ExtensionTime), ext.ExtensionRequests, dl.UTC().Format("15:04:05 UTC"), newMax, extendNote(r)),
+				humanDuration(ext.ExtensionTime), more, dl.UTC().Format("15:04:05 UTC"), newMax, extendNote(r)),
 			ExtraTime:            pollwarden.ShortDuration(ext.ExtensionTime),
-			ExtraStatusRequests:  ext.ExtensionRequests,
+			ExtraStatusRequests:  more,
 			NewDeadline:          &dl,
 			NewMaxStatusRequests: newMax,
 			GrantsAuthority:      true,

@@ -33,17 +33,12 @@ func (ls leaseState) stored() storerow.Lease {
 	return l
 }
 
-// LeaseAcquire takes the operation's lease when it is free or expired at
-// p.Now (the database's clock when zero), with the next epoch.
+// LeaseAcquire takes the operation's lease when it is free or expired on
+// the database's clock (p.Now is not read), with the next epoch.
 func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error) {
 	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 {
 		return nil, fmt.Errorf("postgres: acquire lease on %q: %w: need an operation id, an owner and a positive TTL",
 			p.OperationID, pollwarden.ErrInvalid)
-	}
-	if !p.Now.IsZero() {
-		if err := storerow.CheckTime("lease expiry", p.Now.Add(p.TTL)); err != nil {
-			return nil, fmt.Errorf("postgres: acquire lease on %q: %w: %v", p.OperationID, pollwarden.ErrInvalid, err)
-		}
 	}
 	var epoch int64
 	var exp time.Time
@@ -102,8 +97,10 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 
 // OperationClaim takes the lease and saves the reservation p.Reserve makes
 // on the record read under it, in one transaction that first locks the
-// operation's row (see pollwarden.Store). The time is p.Now, or the
-// database's clock read after the row lock was granted.
+// operation's row (see pollwarden.Store). Whether the lease is free, and
+// when the new one expires, is decided on the database's clock read after
+// the row lock was granted, never on p.Now: p.Reserve still decides with
+// the caller's own time whether a request is due.
 func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
 	if err := storerow.CheckClaim(p); err != nil {
 		return nil, nil, fmt.Errorf("postgres: claim %q: %w", p.OperationID, err)

@@ -10,9 +10,10 @@
 // docs/audit.md, "Several writers"). Lock order is always operation row,
 // then chain head, so writers cannot deadlock.
 //
-// When SaveParams.Now or LeaseParams.Now is zero, the database's clock
-// (clock_timestamp()) decides whether a lease is held, so replicas whose
-// clocks drift still agree.
+// The database's clock (clock_timestamp()) alone decides whether a lease
+// is held, when it expires and whether a fenced write may still commit;
+// the callers' Now fields are ignored for leases, so replicas whose clocks
+// disagree still agree on who owns an operation.
 package postgres
 
 import (
@@ -53,6 +54,10 @@ type Options struct {
 	// MaxConns caps the connection pool (default: pgxpool's, or the URL's
 	// pool_max_conns).
 	MaxConns int32
+	// callerClock makes lease decisions use the caller's Now, as the
+	// SQLite driver does. Only the conformance suite sets it (through
+	// export_test.go), to move time by hand; no program can.
+	callerClock bool
 }
 
 // Store implements pollwarden.Store over a PostgreSQL database.
@@ -60,6 +65,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	schema string
 	sealer audit.Sealer
+	// callerClock: see Options.callerClock.
+	callerClock bool
 	// mode caches the store's sealing key id ("" = plain) once read; it
 	// never changes after the first append writes it.
 	modeMu    sync.Mutex
@@ -96,7 +103,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool, schema: schema, sealer: opts.Sealer}
+	s := &Store{pool: pool, schema: schema, sealer: opts.Sealer, callerClock: opts.callerClock}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open schema %s: %w", schema, err)

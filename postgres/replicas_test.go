@@ -223,9 +223,9 @@ func TestEventsAppendOnly(t *testing.T) {
 	}
 }
 
-// TestDatabaseClockLeases: with Now left zero, leases are judged on the
-// database's clock: a lease taken on it is held now, and an explicitly
-// pinned Now past its expiry frees it.
+// TestDatabaseClockLeases: leases are judged on the database's clock: a
+// lease taken on it is held now, and a caller's Now pinned past its expiry
+// does not free it.
 func TestDatabaseClockLeases(t *testing.T) {
 	s := openFresh(t, postgres.Options{})
 	defer s.Close()
@@ -259,12 +259,12 @@ func TestDatabaseClockLeases(t *testing.T) {
 	if err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: op, Lease: l}); err != nil {
 		t.Fatalf("leased save on the database clock: %v", err)
 	}
-	b, err := s.LeaseAcquire(t.Context(), pollwarden.LeaseParams{OperationID: "op-1", Owner: "b", TTL: time.Minute, Now: l.ExpiresAt})
-	if err != nil || b.Epoch != 2 {
-		t.Fatalf("acquire pinned at the expiry: %+v %v", b, err)
+	_, err = s.LeaseAcquire(t.Context(), pollwarden.LeaseParams{OperationID: "op-1", Owner: "b", TTL: time.Minute, Now: l.ExpiresAt})
+	if !errors.Is(err, pollwarden.ErrLeaseHeld) {
+		t.Fatalf("acquire with a caller's Now pinned at the expiry: %v, want ErrLeaseHeld", err)
 	}
-	if err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: op, Lease: l}); !errors.Is(err, pollwarden.ErrLeaseLost) {
-		t.Fatalf("save with the taken-over lease: %v, want ErrLeaseLost", err)
+	if err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: op, Lease: l, Now: l.ExpiresAt}); err != nil {
+		t.Fatalf("holder's save with a caller's Now past its expiry: %v", err)
 	}
 }
 

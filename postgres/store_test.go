@@ -81,12 +81,23 @@ func sealKey(t testing.TB, b byte) *audit.SealKey {
 	return k
 }
 
+// TestConformance runs the common suite, which moves time by hand through
+// the callers' Now, on a store that decides leases with it as SQLite does;
+// TestConformanceStoreClock holds the real driver, on the database's
+// clock, to its own cases.
 func TestConformance(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openFresh(t, postgres.Options{}) })
+	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openFresh(t, postgres.CallerClock(postgres.Options{})) })
 }
 
 func TestConformanceSealed(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openFresh(t, postgres.Options{Sealer: sealKey(t, 1)}) })
+	storetest.Run(t, func(t *testing.T) pollwarden.Store {
+		return openFresh(t, postgres.CallerClock(postgres.Options{Sealer: sealKey(t, 1)}))
+	})
+}
+
+func TestConformanceStoreClock(t *testing.T) {
+	testURL(t)
+	storetest.RunStoreClock(t, func(t *testing.T) pollwarden.Store { return openFresh(t, postgres.Options{}) })
 }
