@@ -73,6 +73,9 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		extra = reopen(next, now, pollwarden.DelayManualExtension)
 		data.DeadlineAt, data.MaxRequests = &dl, next.MaxStatusRequests
 		data.Decision = fmt.Sprintf("extended to %s with budget %d", dl.UTC().Format(time.RFC3339), next.MaxStatusRequests)
+		if op.Cancel.InForce() {
+			data.Decision += "; the cancel stands: observing the job's end"
+		}
 	case pollwarden.OptionApproveCall:
 		next.ApprovedCalls++
 		extra = reopen(next, now, pollwarden.DelayManualExtension)
