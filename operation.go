@@ -24,11 +24,6 @@ const (
 	PhaseCancelling Phase = "cancelling"
 )
 
-// Phases lists every phase, for doors that check a filter.
-func Phases() []Phase {
-	return []Phase{PhaseWaiting, PhaseCancelling, PhaseSucceeded, PhaseFailed, PhaseCancelled, PhaseExpired, PhaseEscalated}
-}
-
 // Terminal reports whether no further status request may be sent without a
 // new decision (R17). A cancelling operation is still observed.
 func (p Phase) Terminal() bool { return p != PhaseWaiting && p != PhaseCancelling && p != "" }
