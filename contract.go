@@ -126,6 +126,9 @@ type EscalationSpec struct {
 type Action struct {
 	URL    string
 	Method string
+	// Idempotent is true only when the provider documents that repeating
+	// the call is harmless; only then is a second cancel sent (R23).
+	Idempotent bool
 }
 
 // TerminalStates lists every state the contract treats as an end.

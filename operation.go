@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Phase is where an operation stands. Only PhaseWaiting permits another
-// status request; every other phase is an end until an approver decides.
+// Phase is where an operation stands. Only PhaseWaiting and
+// PhaseCancelling permit another status request; every other phase is an
+// end until an approver decides.
 type Phase string
 
 // The phases, also used as the "outcome" of a finished operation.
@@ -17,11 +18,15 @@ const (
 	PhaseCancelled Phase = "cancelled"
 	PhaseExpired   Phase = "expired"
 	PhaseEscalated Phase = "escalated"
+	// PhaseCancelling: a cancel at the provider was recorded (and perhaps
+	// sent); the operation keeps observing, within its budgets and
+	// deadline, until the provider reports an end state (R23).
+	PhaseCancelling Phase = "cancelling"
 )
 
 // Terminal reports whether no further status request may be sent without a
-// new decision (R17).
-func (p Phase) Terminal() bool { return p != PhaseWaiting && p != "" }
+// new decision (R17). A cancelling operation is still observed.
+func (p Phase) Terminal() bool { return p != PhaseWaiting && p != PhaseCancelling && p != "" }
 
 // Reason is the machine-readable cause of an escalation (R17).
 type Reason string
@@ -118,6 +123,14 @@ type Operation struct {
 	ProviderError json.RawMessage `json:"provider_error,omitempty"`
 	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
 	Escalation    *Escalation     `json:"escalation,omitempty"`
+	// Cancel is the record of a cancel at the provider, from the moment it
+	// is asked for (before anything is sent); nil when none was asked.
+	Cancel *CancelRecord `json:"cancel,omitempty"`
+	// ContractDigest digests each section of the contract the operation
+	// was created under (policy.ContractDigest), so that a decision made
+	// with a different contract of the same name is refused and told what
+	// differs. Nil for a record created before it was kept.
+	ContractDigest map[string]string `json:"contract_digest,omitempty"`
 
 	// Version increases with every saved change; a save names the version
 	// it read so that a concurrent change is detected, never overwritten.
@@ -139,6 +152,17 @@ func (o *Operation) Clone() *Operation {
 		e := *o.Escalation
 		e.Options = append([]Option(nil), o.Escalation.Options...)
 		c.Escalation = &e
+	}
+	if o.Cancel != nil {
+		k := *o.Cancel
+		k.AnsweredAt = cloneTime(o.Cancel.AnsweredAt)
+		c.Cancel = &k
+	}
+	if o.ContractDigest != nil {
+		c.ContractDigest = make(map[string]string, len(o.ContractDigest))
+		for k, v := range o.ContractDigest {
+			c.ContractDigest[k] = v
+		}
 	}
 	return &c
 }

@@ -33,10 +33,13 @@ type Outcome struct {
 	LastHTTPStatus        *int            `json:"last_http_status"`
 	LastHTTPAt            *time.Time      `json:"last_http_at"`
 	Escalation            *Escalation     `json:"escalation"`
+	// Cancel is the cancel at the provider, when one was asked for.
+	Cancel *CancelRecord `json:"cancel,omitempty"`
 }
 
 // OutcomeOf builds the public view of op. "outcome" is null while the
-// operation is still waiting; "phase" always says where it stands.
+// operation is still waiting or cancelling; "phase" always says where it
+// stands.
 func OutcomeOf(op *Operation) Outcome {
 	o := Outcome{
 		OperationID: op.ID, Contract: op.Contract, ProviderJobID: op.ProviderJobID, StatusURL: op.StatusURL,
@@ -45,7 +48,7 @@ func OutcomeOf(op *Operation) Outcome {
 		TransportFailuresUsed: op.TransportFailuresUsed, MaxTransportFailures: op.MaxTransportFailures,
 		RateLimitedUsed: op.RateLimitedUsed, MaxRateLimited: op.MaxRateLimited, CredentialName: op.CredentialName,
 		StartedAt: op.StartedAt, DeadlineAt: op.DeadlineAt, FinishedAt: op.FinishedAt,
-		LastHTTPAt: op.LastHTTPAt, Escalation: op.Escalation,
+		LastHTTPAt: op.LastHTTPAt, Escalation: op.Escalation, Cancel: op.Cancel,
 	}
 	if op.Phase.Terminal() {
 		p := op.Phase

@@ -13,12 +13,22 @@ func decideCmd(env Env) *cobra.Command {
 	var store, contractArg, by, note, auditKey string
 	cmd := &cobra.Command{
 		Use:   "decide OPERATION OPTION",
-		Short: "Answer an escalation with one of its options, as an approver",
+		Short: "Answer an escalation with one of its options, or cancel at the provider, as an approver",
 		Long: `decide records an approver's answer to an escalated operation: who, when,
 the state at the time, the calls already made and the new limits. Whoever
 can write the store file acts as an approver here; the daemon's API is the
 door with per-person roles. An extension adds time and requests and never
-resets a counter; waiting resumes with the next 'pollwarden wait'.`,
+resets a counter; waiting resumes with the next 'pollwarden wait'.
+
+cancel_at_provider may also be chosen for a waiting operation at any time.
+The cancel is recorded (phase cancelling) before it is sent, is sent once,
+and the operation then keeps observing until the provider reports an end
+state. A second cancel sends nothing unless the contract documents cancel
+as idempotent.
+
+The decision uses the contract the operation was created under: a
+--contract file of the same name that differs is refused, naming what
+differs.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, _, err := env.openStoreKey(cmd.Context(), store, auditKey, true)

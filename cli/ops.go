@@ -21,10 +21,10 @@ func opsCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := pollwarden.Phase(phase)
 			switch p {
-			case "", pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+			case "", pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
 				pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
 			default:
-				return usage(fmt.Errorf("--phase %q: want waiting, succeeded, failed, cancelled, expired or escalated", phase))
+				return usage(fmt.Errorf("--phase %q: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", phase))
 			}
 			st, err := env.openStore(cmd.Context(), store)
 			if err != nil {

@@ -104,7 +104,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Backoff = d.backoff(top.obj("backoff", false, "base", "max"))
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
-	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method"), c)
+	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
 	return c
 }
 
@@ -190,6 +190,7 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	if m, line, ok := o.str("method", false); ok {
 		a.Method = d.method(line, o.child("method"), m)
 	}
+	a.Idempotent = o.boolean("idempotent")
 	return a
 }
 

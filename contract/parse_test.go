@@ -210,8 +210,12 @@ cancel: {url: *u, method: delete}
 	if c.Status.Credential.Ref != "file:/run/secrets/key" || c.Status.Credential.Scheme != "" {
 		t.Errorf("credential = %+v", *c.Status.Credential)
 	}
-	if c.Cancel.URL != c.Status.URL || c.Cancel.Method != "DELETE" {
-		t.Errorf("cancel = %+v", *c.Cancel)
+	if c.Cancel.URL != c.Status.URL || c.Cancel.Method != "DELETE" || c.Cancel.Idempotent {
+		t.Errorf("cancel = %+v (idempotent only when the contract says so)", *c.Cancel)
+	}
+	idem, err := Parse([]byte(strings.Replace(src, "method: delete}", "method: delete, idempotent: true}", 1)))
+	if err != nil || !idem.Cancel.Idempotent {
+		t.Errorf("cancel.idempotent: true: %v %+v", err, idem)
 	}
 	_, err = Parse([]byte(strings.Replace(src, "success: [done]", "success: [done]\n  expired: *p", 1)))
 	if err == nil || !strings.Contains(err.Error(), "line 10: state.expired[0]: \"running\" is already listed in state.pending") {

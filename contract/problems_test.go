@@ -105,6 +105,7 @@ func TestParseBad(t *testing.T) {
 		{"empty allowed hosts", strings.Replace(base, "state:", "  allowed_hosts: []\nstate:", 1), 5, "status.allowed_hosts", "at least one host"},
 		{"cancel host", base + "cancel: {url: \"https://evil.example.net/x\"}\n", 9, "cancel.url", "not among the status call's origins"},
 		{"cancel without url", base + "cancel: {method: DELETE}\n", 9, "cancel.url", "missing"},
+		{"cancel idempotent not bool", base + "cancel: {url: \"https://api.example.com/x\", idempotent: sure}\n", 9, "cancel.idempotent", "true or false"},
 		{"console not http", base + "escalation: {console_url: \"javascript:alert(1)\"}\n", 9, "escalation.console_url", "http or https"},
 		{"bad state jmespath", strings.Replace(base, "path: status", "path: \"status[\"", 1), 6, "state.path", "JMESPath"},
 		{"bad hint jmespath", base + "hints: {next_check_at: \"a..b\"}\n", 9, "hints.next_check_at", "JMESPath"},

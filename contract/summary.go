@@ -78,7 +78,11 @@ func Summary(c *pollwarden.Contract) string {
 		line("console:    %s", e.ConsoleURL)
 	}
 	if c.Cancel != nil {
-		line("cancel:     %s %s (approver only)", c.Cancel.Method, c.Cancel.URL)
+		once := "sent once"
+		if c.Cancel.Idempotent {
+			once = "idempotent: may be sent again"
+		}
+		line("cancel:     %s %s (approver only; %s)", c.Cancel.Method, c.Cancel.URL, once)
 	} else {
 		line("cancel:     not documented; never offered")
 	}

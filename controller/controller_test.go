@@ -283,9 +283,13 @@ func TestR23_CancelIsItsOwnRecordedAction(t *testing.T) {
 		t.Fatalf("phase %s, cancels %d, status requests %d", op.Phase, r.srv.Cancels("j1"), r.srv.Count("j1"))
 	}
 	events, _ := r.store.EventList(context.Background(), "op1")
-	last := events[len(events)-1]
-	if last.Kind != pollwarden.EventAction || last.Data.Option != pollwarden.OptionCancel {
-		t.Fatalf("last event %+v, want the cancel action", last)
+	var kinds []pollwarden.EventKind
+	for _, e := range events[len(events)-4:] {
+		kinds = append(kinds, e.Kind)
+	}
+	action := events[len(events)-3]
+	if fmt.Sprint(kinds) != "[decision action state_changed finished]" || action.Data.Option != pollwarden.OptionCancel || action.Data.HTTPStatus != 200 {
+		t.Fatalf("last events %v (%+v), want the decision, the cancel action, then the provider's cancelled state", kinds, action)
 	}
 }
 

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -11,15 +10,14 @@ import (
 	"github.com/pollwarden/pollwarden/policy"
 )
 
-// Decide applies a person's decision to an escalated operation (R20). The
-// cancel option runs the contract's cancel call as its own recorded action
-// (R23) after the decision itself is saved.
+// Decide applies a person's decision to an operation (R20), with the
+// contract it was created under (a contract file of the same name that
+// differs is refused, naming what differs). cancel_at_provider is Cancel.
 func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
-	next, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) { return c.decideOnce(ctx, ex, id, p) })
-	if err != nil || p.Option != pollwarden.OptionCancel {
-		return next, err
+	if p.Option == pollwarden.OptionCancel {
+		return c.Cancel(ctx, ex, id, p)
 	}
-	return c.cancel(ctx, ex, next)
+	return c.retryBusy(ctx, func() (*pollwarden.Operation, error) { return c.decideOnce(ctx, ex, id, p) })
 }
 
 // decideOnce reads the record, applies the decision and saves it.
@@ -29,8 +27,8 @@ func (c *Controller) decideOnce(ctx context.Context, ex *contract.Extractor, id 
 	if err != nil {
 		return nil, err
 	}
-	if op.Contract != ct.Name {
-		return nil, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, id, op.Contract, ct.Name)
+	if err := policy.CheckContract(op, ct); err != nil {
+		return nil, err
 	}
 	now := c.clock.Now()
 	next, events, err := policy.Apply(op, ct, p, now)
@@ -62,32 +60,6 @@ func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operat
 			return nil, err
 		}
 	}
-}
-
-func (c *Controller) cancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
-	url, err := contract.CancelURL(ct, op.ProviderJobID)
-	ok, detail := false, ""
-	if err != nil {
-		detail = err.Error()
-	} else {
-		r := c.prober.Action(context.WithoutCancel(ctx), ct, ct.Cancel, url)
-		switch {
-		case r.CredentialError != nil:
-			detail = r.CredentialError.Error()
-		case r.Transport != "":
-			detail = fmt.Sprintf("%s: %s", r.Transport, r.TransportDetail)
-		default:
-			ok = r.Status >= 200 && r.Status < 300
-			detail = fmt.Sprintf("%s %s answered %d", ct.Cancel.Method, url, r.Status)
-		}
-	}
-	now := c.clock.Now()
-	next, events := policy.Cancelled(op, ok, detail, now)
-	if err := c.save(ctx, next, nil, events, now); err != nil {
-		return nil, err
-	}
-	return next, nil
 }
 
 // RequestExtension records an agent's request; it grants nothing.

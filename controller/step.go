@@ -65,6 +65,9 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), now); settled {
 		return res, err
 	}
+	if res, handled, err := c.interruptedCancel(ctx, ex, op, now); handled {
+		return res, err
+	}
 	// The claim runs the same checks on the record as reloaded under the
 	// lease (R22) and, when one request may go, reserves it (R11), in one
 	// transaction. gate keeps what the checks said when they refused.

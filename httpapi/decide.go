@@ -99,12 +99,14 @@ func (a *api) decide(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 	return a.applyDecision(w, r, who, req.Option, req.Note)
 }
 
-// cancel runs the contract's cancel action (R23) for an escalated
-// operation that offers it. It goes through the same decision as choosing
-// cancel_at_provider: the decision is recorded first, then the call runs
-// as its own action with its own event. A waiting operation is not
-// cancelled here (409): the core offers cancellation only as an answer to
-// an escalation, where the person sees the state and costs first.
+// cancel runs the contract's cancel action (R23) for a waiting operation
+// at any time, or an escalated one that offers it. It is the same
+// decision as choosing cancel_at_provider (controller.Cancel): the cancel
+// is recorded, phase cancelling, before the request leaves; the request
+// is sent once and its answer recorded as its own action; the operation
+// then keeps observing until the provider reports an end state. A second
+// cancel sends nothing (unless the contract documents cancel as
+// idempotent) and answers the record as it is.
 func (a *api) cancel(w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error {
 	var req cancelRequest
 	if err := optionalBody(w, r, &req); err != nil {
@@ -140,12 +142,16 @@ func (a *api) applyDecision(w http.ResponseWriter, r *http.Request, who pollward
 }
 
 // offered says, as a 409 a person can act on, why option cannot be
-// chosen for op now. policy.Apply checks the same again under the save.
+// chosen for op now. policy.Apply and policy.RequestCancel check the same
+// again under the save; a cancel, and a decision on a cancelling
+// operation, are left to them, since they depend on the cancel's record.
 func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) error {
-	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
-		if option == pollwarden.OptionCancel {
-			return conflict("operation %s is %s; cancel at provider is offered only as an answer to an escalation", op.ID, op.Phase)
-		}
+	switch {
+	case option == pollwarden.OptionCancel && ex.Contract().Cancel == nil:
+		return conflict("contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
+	case option == pollwarden.OptionCancel, op.Phase == pollwarden.PhaseCancelling:
+		return nil
+	case op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil:
 		return conflict("operation %s is %s, not escalated: there is no decision to make", op.ID, op.Phase)
 	}
 	var ids []string
@@ -154,9 +160,6 @@ func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) er
 	}
 	if slices.Contains(ids, option) {
 		return nil
-	}
-	if option == pollwarden.OptionCancel && ex.Contract().Cancel == nil {
-		return conflict("contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
 	}
 	return conflict("option %s is not offered for operation %s; choose one of %s", clip(option), op.ID, strings.Join(ids, ", "))
 }

@@ -55,7 +55,7 @@ type phaseCollector struct {
 }
 
 var phases = []pollwarden.Phase{
-	pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+	pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
 	pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated,
 }
 

@@ -71,10 +71,10 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) e
 	q := r.URL.Query()
 	p := pollwarden.ListParams{Phase: pollwarden.Phase(q.Get("phase")), Limit: defaultListLimit}
 	switch p.Phase {
-	case "", pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+	case "", pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
 		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
 	default:
-		return unprocessable("phase %s: want waiting, succeeded, failed, cancelled, expired or escalated", clip(string(p.Phase)))
+		return unprocessable("phase %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", clip(string(p.Phase)))
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

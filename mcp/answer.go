@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 func (s *server) get(ctx context.Context, id string) (*pollwarden.Operation, error) {
@@ -39,6 +40,9 @@ func guidance(op *pollwarden.Operation, now time.Time) string {
 		}
 		return fmt.Sprintf("Still waiting (last state %s). The next status request is due %s, %s; %d of %d status requests used, deadline %s. Nothing changes before then: call wait_job again, it holds until the phase changes.",
 			orNone(op.LastState), when, because(op.NextPollSource), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
+	case pollwarden.PhaseCancelling:
+		return fmt.Sprintf("An approver asked the provider to cancel the job (%s). pollwarden keeps observing it until the provider reports an end state; that state decides the outcome. %d of %d status requests used, deadline %s: call wait_job again.",
+			policy.CancelSummary(op.Cancel), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
 	case pollwarden.PhaseSucceeded:
 		return "The job succeeded; its validated result is in result."
 	case pollwarden.PhaseFailed:

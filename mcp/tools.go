@@ -197,7 +197,7 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 	if in.Phase != "" {
 		ph := pollwarden.Phase(in.Phase)
 		if !knownPhase(ph) {
-			return nil, ListAnswer{}, fmt.Errorf("unknown phase %s; use one of waiting, succeeded, failed, cancelled, expired, escalated, or omit it", clip(in.Phase))
+			return nil, ListAnswer{}, fmt.Errorf("unknown phase %s; use one of waiting, cancelling, succeeded, failed, cancelled, expired, escalated, or omit it", clip(in.Phase))
 		}
 		lp.Phase = ph
 	}
@@ -220,7 +220,7 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 
 func knownPhase(p pollwarden.Phase) bool {
 	switch p {
-	case pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+	case pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
 		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
 		return true
 	}

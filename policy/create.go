@@ -95,6 +95,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		op.CredentialName = cr.Ref
 	}
 	op.Fingerprint = Fingerprint(c, op.ProviderJobID, op.StatusURL, op.CredentialName)
+	op.ContractDigest = ContractDigest(c)
 	dl := op.DeadlineAt
 	ev := newEvent(op, now, pollwarden.EventSubmitted, pollwarden.EventData{
 		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq,

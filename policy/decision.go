@@ -19,9 +19,20 @@ type DecisionParams struct {
 // grant authority are refused unless the actor is an approver. An extension
 // sets a new deadline and adds to the budgets, saturating at
 // pollwarden.MaxCount (never wrapping); it never resets a counter.
-// A cancel is only marked here: the call itself is a separate action with
-// its own record (R23), so the caller performs it and then calls Cancelled.
+// A cancel is RequestCancel's (the call itself is a separate action with
+// its own record, R23); a cancelling operation takes only extend and
+// abandon, neither of which undoes the cancel.
 func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+	switch {
+	case p.Option == pollwarden.OptionCancel:
+		next, events, err := RequestCancel(op, c, p, now, now)
+		if next == nil && err == nil {
+			next = op.Clone()
+		}
+		return next, events, err
+	case op.Phase == pollwarden.PhaseCancelling:
+		return applyCancelling(op, c, p, now)
+	}
 	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
 		return nil, nil, fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
 	}
@@ -63,16 +74,21 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		extra = reopen(next, now, pollwarden.DelayManualExtension)
 		data.DeadlineAt, data.MaxRequests = &dl, next.MaxStatusRequests
 		data.Decision = fmt.Sprintf("extended to %s with budget %d", dl.UTC().Format(time.RFC3339), next.MaxStatusRequests)
+		if op.Cancel.InForce() {
+			data.Decision += "; the cancel stands: observing the job's end"
+		}
 	case pollwarden.OptionApproveCall:
 		next.ApprovedCalls++
 		extra = reopen(next, now, pollwarden.DelayManualExtension)
 		data.Decision = "one status call approved"
 	case pollwarden.OptionAbandon:
+		if op.Cancel.InForce() {
+			abandonAfterCancel(next, c, &data)
+			break
+		}
 		next.Phase = pollwarden.PhaseFailed
 		next.Escalation.Options = nil
 		data.Decision = "abandoned: closed as failed"
-	case pollwarden.OptionCancel:
-		data.Decision = "cancel at provider requested"
 	case pollwarden.OptionInspect:
 		data.Decision = "console inspection noted; the operation stays escalated"
 	}
@@ -80,28 +96,19 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 	return next, append([]pollwarden.Event{ev}, extra...), nil
 }
 
-// reopen returns an escalated record to waiting with the next poll due now.
+// reopen returns an escalated record to waiting with the next poll due
+// now; to cancelling when a cancel may have reached the provider, whose
+// answer then still decides.
 func reopen(op *pollwarden.Operation, now time.Time, src pollwarden.DelaySource) []pollwarden.Event {
 	op.Phase, op.Reason, op.Escalation, op.FinishedAt = pollwarden.PhaseWaiting, "", nil, nil
+	if op.Cancel.InForce() {
+		op.Phase = pollwarden.PhaseCancelling
+	}
 	op.NextPollAt, op.NextPollSource, op.NextPollSpread = now, src, false
 	t := now
 	return []pollwarden.Event{newEvent(op, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: src, RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,
 	})}
-}
-
-// Cancelled records the outcome of the separate cancel action (R23).
-func Cancelled(op *pollwarden.Operation, ok bool, detail string, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
-	next := op.Clone()
-	data := pollwarden.EventData{Option: pollwarden.OptionCancel, Detail: detail}
-	if ok {
-		next.Phase = pollwarden.PhaseCancelled
-		next.Escalation = nil
-		data.Decision = "cancelled at provider"
-	} else {
-		data.Decision = "cancel at provider failed; the operation stays escalated"
-	}
-	return next, []pollwarden.Event{newEvent(next, now, pollwarden.EventAction, data)}
 }
 
 // RequestExtension records an agent's request for more time or requests.

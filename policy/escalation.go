@@ -65,7 +65,7 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 			GrantsAuthority:      true,
 		})
 	}
-	if c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied {
+	if c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied && (!op.Cancel.InForce() || c.Cancel.Idempotent) {
 		opts = append(opts, pollwarden.Option{
 			ID:              pollwarden.OptionCancel,
 			Label:           fmt.Sprintf("Cancel at provider (%s %s); costs one call", c.Cancel.Method, substituteJob(c.Cancel.URL, op.ProviderJobID)),
@@ -78,10 +78,11 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op.ProviderJobID),
 		})
 	}
-	opts = append(opts, pollwarden.Option{
-		ID:    pollwarden.OptionAbandon,
-		Label: "Stop waiting and close the operation as failed; nothing more is sent",
-	})
+	abandon := "Stop waiting and close the operation as failed; nothing more is sent"
+	if op.Cancel.InForce() {
+		abandon = "Stop observing the cancel; nothing more is sent, and the operation stays escalated since the job's end is not known"
+	}
+	opts = append(opts, pollwarden.Option{ID: pollwarden.OptionAbandon, Label: abandon})
 	return opts
 }
 
@@ -127,6 +128,9 @@ func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts 
 		}
 	} else {
 		b.WriteString("Last HTTP result: none\n")
+	}
+	if op.Cancel != nil {
+		fmt.Fprintf(&b, "Cancel at provider: %s\n", CancelSummary(op.Cancel))
 	}
 	fmt.Fprintf(&b, "Stopped because: %s (%s)\n", r, detail)
 	b.WriteString("Options:")

@@ -151,21 +151,3 @@ func TestR20_AgentExtensionRequestGrantsNothing(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
-
-func TestR23_CancelIsASeparateRecordedAction(t *testing.T) {
-	c := testContract()
-	op := escalated(t, c, pollwarden.ReasonDeadlineExceeded)
-	alice := pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}
-	marked, _, err := Apply(op, c, DecisionParams{Option: pollwarden.OptionCancel, Actor: alice}, t0)
-	if err != nil || marked.Phase != pollwarden.PhaseEscalated {
-		t.Fatalf("the decision alone must not claim the cancel happened: %v %s", err, marked.Phase)
-	}
-	done, evs := Cancelled(marked, true, "POST answered 200", t0)
-	if done.Phase != pollwarden.PhaseCancelled || evs[0].Kind != pollwarden.EventAction {
-		t.Fatalf("after the action: %s %v", done.Phase, evs)
-	}
-	failed, _ := Cancelled(marked, false, "503", t0)
-	if failed.Phase != pollwarden.PhaseEscalated {
-		t.Fatal("a failed cancel must leave the operation escalated")
-	}
-}

@@ -130,10 +130,25 @@ func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operat
 
 // OperationList returns records newest first (by creation), optionally only
 // those in p.Phase and of p.Owner, and at most p.Limit of them (Limit <= 0:
-// all). With p.DueBefore it returns waiting operations due at or before
-// it, oldest due first; the literal 'waiting' matches the partial index operations_due,
-// which then serves the range, the order and the limit.
+// all). With p.DueBefore it returns waiting and cancelling operations due
+// at or before it, oldest due first: for the waiting ones the literal
+// 'waiting' matches the partial index operations_due, which then serves the
+// range, the order and the limit; the few cancelling ones come through
+// operations_phase, and the two are merged.
 func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	if p.DueBefore.IsZero() {
+		return s.list(ctx, p)
+	}
+	return storerow.MergeDue(p, func(phase pollwarden.Phase) ([]*pollwarden.Operation, error) {
+		q := p
+		q.Phase = phase
+		return s.list(ctx, q)
+	})
+}
+
+// list runs one query of OperationList; with DueBefore, p.Phase is one of
+// the due phases.
+func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
 	q, args := listSQL(p)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
@@ -164,10 +179,13 @@ func listSQL(p pollwarden.ListParams) (string, []any) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	due := !p.DueBefore.IsZero()
-	if due {
+	switch {
+	case due && p.Phase == pollwarden.PhaseCancelling:
+		where = append(where, "phase = 'cancelling'", "next_poll_at <= "+arg(storerow.FormatTime(storerow.ClampYear(p.DueBefore))))
+	case due:
 		where = append(where, "phase = 'waiting'", "next_poll_at <= "+arg(storerow.FormatTime(storerow.ClampYear(p.DueBefore))))
 	}
-	if p.Phase != "" {
+	if p.Phase != "" && !due {
 		where = append(where, "phase = "+arg(string(p.Phase)))
 	}
 	if p.Owner != "" {

@@ -222,10 +222,11 @@ func (s *Scheduler) Wake() {
 }
 
 // Changed is meant for controller.Options.OnChange: it calls Wake when the
-// saved record is waiting and due before the scheduler's next planned
-// look, and ignores the changes the scheduler's own steps make.
+// saved record is still observed (waiting or cancelling) and due before
+// the scheduler's next planned look, and ignores the changes the
+// scheduler's own steps make.
 func (s *Scheduler) Changed(op *pollwarden.Operation) {
-	if op == nil || op.Phase != pollwarden.PhaseWaiting {
+	if op == nil || op.Phase.Terminal() {
 		return
 	}
 	s.mu.Lock()

@@ -114,13 +114,27 @@ func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operat
 }
 
 // OperationList returns records newest first (by creation), optionally only
-// those in p.Phase and of p.Owner, and at most p.Limit of them (Limit <= 0:
-// all). With p.DueBefore it returns waiting operations due at or before
-// it, oldest due first, walking the partial index operations_due in order.
-// The index is named because the planner, without statistics, prefers
-// operations_phase and sorts every waiting row; the literal 'waiting'
-// matches the index's WHERE clause (a bound parameter would not).
+// those in p.Phase and of p.Owner, and at most p.Limit of them (Limit <= 0: all). With
+// p.DueBefore it returns waiting and cancelling operations due at or
+// before it, oldest due first: the waiting ones walking the partial index
+// operations_due in order (named because the planner, without statistics,
+// prefers operations_phase and sorts every waiting row; the literal
+// 'waiting' matches the index's WHERE clause, a bound parameter would
+// not), the few cancelling ones through operations_phase, merged.
 func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	if p.DueBefore.IsZero() {
+		return s.list(ctx, p)
+	}
+	return storerow.MergeDue(p, func(phase pollwarden.Phase) ([]*pollwarden.Operation, error) {
+		q := p
+		q.Phase = phase
+		return s.list(ctx, q)
+	})
+}
+
+// list runs one query of OperationList; with DueBefore, p.Phase is one of
+// the due phases.
+func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
 	q, args := listSQL(p)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -147,12 +161,17 @@ func listSQL(p pollwarden.ListParams) (string, []any) {
 	var where []string
 	var args []any
 	due := !p.DueBefore.IsZero()
-	if due {
+	switch {
+	case due && p.Phase == pollwarden.PhaseCancelling:
+		q += " INDEXED BY operations_phase"
+		where = append(where, "phase = 'cancelling'", "next_poll_at <= ?")
+		args = append(args, storerow.FormatTime(storerow.ClampYear(p.DueBefore)))
+	case due:
 		q += " INDEXED BY operations_due"
 		where = append(where, "phase = 'waiting'", "next_poll_at <= ?")
 		args = append(args, storerow.FormatTime(storerow.ClampYear(p.DueBefore)))
 	}
-	if p.Phase != "" {
+	if p.Phase != "" && !due {
 		where = append(where, "phase = ?")
 		args = append(args, string(p.Phase))
 	}

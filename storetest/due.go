@@ -21,7 +21,8 @@ func listIDs(t *testing.T, s pollwarden.Store, p pollwarden.ListParams) string {
 	return out
 }
 
-// testListDue: DueBefore selects waiting operations due at or before it
+// testListDue: DueBefore selects waiting and cancelling operations (a
+// cancelling one is still observed) due at or before it
 // (the boundary instant included, whatever the zones), oldest due first,
 // and Limit keeps the oldest.
 func testListDue(t *testing.T, s pollwarden.Store) {
@@ -34,6 +35,7 @@ func testListDue(t *testing.T, s pollwarden.Store) {
 		// driver's creation order cannot pass for it.
 		{"late", pollwarden.PhaseWaiting, 3 * time.Minute},
 		{"early", pollwarden.PhaseWaiting, time.Minute},
+		{"cancelling", pollwarden.PhaseCancelling, 90 * time.Second},
 		{"escalated", pollwarden.PhaseEscalated, 0},
 		{"middle", pollwarden.PhaseWaiting, 2 * time.Minute},
 		{"succeeded", pollwarden.PhaseSucceeded, -time.Minute},
@@ -52,14 +54,16 @@ func testListDue(t *testing.T, s pollwarden.Store) {
 		p    pollwarden.ListParams
 		want string
 	}{
-		{"oldest due first, boundary included", pollwarden.ListParams{DueBefore: boundary}, "oldest early middle late "},
+		{"oldest due first, boundary included", pollwarden.ListParams{DueBefore: boundary}, "oldest early cancelling middle late "},
 		{"limit keeps the oldest", pollwarden.ListParams{DueBefore: boundary, Limit: 2}, "oldest early "},
+		{"limit keeps a cancelling one", pollwarden.ListParams{DueBefore: boundary, Limit: 3}, "oldest early cancelling "},
 		{"phase waiting agrees", pollwarden.ListParams{DueBefore: boundary, Phase: pollwarden.PhaseWaiting}, "oldest early middle late "},
+		{"phase cancelling agrees", pollwarden.ListParams{DueBefore: boundary, Phase: pollwarden.PhaseCancelling}, "cancelling "},
 		{"other phase excludes", pollwarden.ListParams{DueBefore: boundary, Phase: pollwarden.PhaseEscalated}, ""},
-		{"one nanosecond later", pollwarden.ListParams{DueBefore: boundary.Add(time.Nanosecond)}, "oldest early middle late just-after "},
-		{"one nanosecond earlier", pollwarden.ListParams{DueBefore: boundary.Add(-time.Nanosecond)}, "oldest early middle "},
+		{"one nanosecond later", pollwarden.ListParams{DueBefore: boundary.Add(time.Nanosecond)}, "oldest early cancelling middle late just-after "},
+		{"one nanosecond earlier", pollwarden.ListParams{DueBefore: boundary.Add(-time.Nanosecond)}, "oldest early cancelling middle "},
 		{"nothing due yet", pollwarden.ListParams{DueBefore: at(-2 * time.Hour)}, ""},
-		{"everything waiting", pollwarden.ListParams{DueBefore: at(24 * time.Hour)}, "oldest early middle late just-after future "},
+		{"everything observed", pollwarden.ListParams{DueBefore: at(24 * time.Hour)}, "oldest early cancelling middle late just-after future "},
 	} {
 		if got := listIDs(t, s, tc.p); got != tc.want {
 			t.Errorf("%s: OperationList(DueBefore %v, Phase %q, Limit %d) = %q, want %q",
@@ -100,5 +104,13 @@ func testListDueAfterSave(t *testing.T, s pollwarden.Store) {
 	}
 	if got, want := listIDs(t, s, pollwarden.ListParams{DueBefore: at(3 * time.Minute)}), "c "; got != want {
 		t.Fatalf("after saves, due before +3m: %q, want %q", got, want)
+	}
+	c := get(t, s, "c")
+	c.Phase = pollwarden.PhaseCancelling // a cancel was sent: still observed
+	if err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: c, Now: t0}); err != nil {
+		t.Fatalf("save c: %v", err)
+	}
+	if got, want := listIDs(t, s, due), "c a "; got != want {
+		t.Fatalf("after c began cancelling: %q, want %q", got, want)
 	}
 }

@@ -122,6 +122,10 @@ func fullOp(id string) *pollwarden.Operation {
 			{ID: pollwarden.OptionAbandon, Label: "abandon"},
 		},
 	}
+	op.Cancel = &pollwarden.CancelRecord{State: pollwarden.CancelAnswered, RequestedAt: at(31 * time.Minute),
+		RequestedBy: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, Attempts: 1, HTTPStatus: 202,
+		AnsweredAt: ptr(at(31*time.Minute + 3)), Detail: "POST https://api.example.com/v1/jobs/job-1/cancel answered 202"}
+	op.ContractDigest = map[string]string{"status": "0f3c9a7e11d2b4c5", "escalation.extension": "9d0e1f2a3b4c5d6e"}
 	op.Version = 0
 	return op
 }

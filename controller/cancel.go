@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// Cancel asks the provider to cancel operation id's job as its own
+// recorded action (R23): the approver's decision, the phase cancelling and
+// the cancel record are written together with this process's lease, in
+// one write, before the request leaves; the request is sent once, and its
+// answer is recorded with the lease's release. The operation then keeps
+// observing until the provider reports an end state. A waiting operation
+// may be cancelled at any time, an escalated one when its escalation
+// offers it. When a cancel may already have reached the provider, nothing
+// is sent (unless the contract documents cancel as idempotent) and the
+// record is returned as it is.
+func (c *Controller) Cancel(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ct := ex.Contract()
+	p.Option = pollwarden.OptionCancel
+	var lease *pollwarden.Lease
+	op, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+		now := c.clock.Now()
+		var refusal error
+		var events []pollwarden.Event
+		saved, l, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+			OperationID: id, Owner: c.owner, Now: now, TTL: leaseTTL(ct),
+			Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+				events = nil
+				if refusal = policy.CheckContract(fresh, ct); refusal != nil {
+					return nil, nil
+				}
+				var next *pollwarden.Operation
+				next, events, refusal = policy.RequestCancel(fresh, ct, p, now, now.Add(leaseTTL(ct)))
+				return next, events
+			},
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case refusal != nil:
+			return nil, refusal
+		case l != nil:
+			c.changed(saved, events)
+			lease = l
+		}
+		return saved, nil
+	})
+	if err != nil || lease == nil {
+		return op, err
+	}
+	return c.sendCancel(ctx, ex, op, lease)
+}
+
+// sendCancel sends the cancel request recorded on op, whose lease this
+// process holds, and records the answer with the lease's release. The
+// call is finished even if the caller goes away, so its answer is not
+// lost. If the call outlived the lease, the answer is recorded on the
+// record as it now is.
+func (c *Controller) sendCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, lease *pollwarden.Lease) (*pollwarden.Operation, error) {
+	ct := ex.Contract()
+	released := false
+	defer func() {
+		if !released {
+			_ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
+		}
+	}()
+	attempt := op.Cancel.Attempts
+	answer := c.callCancel(ctx, ex, op)
+	now := c.clock.Now()
+	next, events := policy.CancelAnswered(op, ct, attempt, answer, now)
+	err := c.saveRelease(ctx, next, lease, events, now)
+	released = err == nil || errors.Is(err, pollwarden.ErrLeaseLost)
+	if !errors.Is(err, pollwarden.ErrLeaseLost) {
+		return next, err
+	}
+	bg := context.WithoutCancel(ctx)
+	return c.retryBusy(bg, func() (*pollwarden.Operation, error) {
+		cur, err := c.store.OperationGet(bg, op.ID)
+		if err != nil {
+			return nil, err
+		}
+		now := c.clock.Now()
+		next, events := policy.CancelAnswered(cur, ct, attempt, answer, now)
+		return next, c.save(bg, next, nil, events, now)
+	})
+}
+
+// callCancel sends the contract's cancel request for op and reduces the
+// answer to what the record keeps.
+func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) policy.CancelAnswer {
+	ct := ex.Contract()
+	url, err := contract.CancelURL(ct, op.ProviderJobID)
+	if err != nil {
+		return policy.CancelAnswer{Detail: err.Error()}
+	}
+	r := c.prober.Action(context.WithoutCancel(ctx), ct, ct.Cancel, url)
+	switch {
+	case r.CredentialError != nil:
+		return policy.CancelAnswer{Detail: r.CredentialError.Error()}
+	case !r.Sent:
+		return policy.CancelAnswer{Detail: r.TransportDetail}
+	case r.Transport != "":
+		return policy.CancelAnswer{Sent: true, Transport: r.Transport,
+			Detail: fmt.Sprintf("%s %s: %s: %s", ct.Cancel.Method, url, r.Transport, r.TransportDetail)}
+	}
+	a := policy.CancelAnswer{Sent: true, Status: r.Status, Detail: fmt.Sprintf("%s %s answered %d", ct.Cancel.Method, url, r.Status)}
+	if r.Status >= 200 && r.Status < 300 && len(r.Body) > 0 {
+		if b := ex.Extract(r.Body); b.Problem == "" && b.HasState {
+			a.State = b.State
+		}
+	}
+	return a
+}
+
+// interruptedCancel is a step's first look at an operation whose cancel
+// is still recorded but unanswered once the operation is due again (by
+// then the sender's lease has expired: it ended during the call, or the
+// call outlived the lease). The cancel is marked interrupted and the step
+// goes on observing; where the contract documents cancel as idempotent it
+// is sent again instead. handled is false when op has no such cancel.
+func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, now time.Time) (res StepResult, handled bool, err error) {
+	ct := ex.Contract()
+	next, events, resend, ok := policy.InterruptedCancel(op, ct, now)
+	if !ok {
+		return StepResult{}, false, nil
+	}
+	retry := StepResult{Op: op, Until: now.Add(c.leaseRetry)}
+	if !resend {
+		err := c.save(ctx, next, nil, events, now)
+		if errors.Is(err, pollwarden.ErrConflict) || errors.Is(err, pollwarden.ErrLeaseHeld) {
+			return retry, true, nil
+		}
+		if err != nil {
+			return StepResult{}, true, err
+		}
+		res, err := c.step(ctx, ex, next)
+		return res, true, err
+	}
+	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+			n, evs, again, ok := policy.InterruptedCancel(fresh, ct, now)
+			if !ok || !again {
+				return nil, nil
+			}
+			events = evs
+			return n, evs
+		},
+	})
+	switch {
+	case errors.Is(err, pollwarden.ErrLeaseHeld):
+		return retry, true, nil
+	case err != nil:
+		return StepResult{}, true, err
+	case lease == nil:
+		return retry, true, nil
+	}
+	c.changed(saved, events)
+	done, err := c.sendCancel(ctx, ex, saved, lease)
+	if err != nil {
+		return StepResult{}, true, err
+	}
+	res = StepResult{Op: done}
+	if !done.Phase.Terminal() {
+		res.Until = done.NextPollAt
+	}
+	return res, true, nil
+}
