@@ -10,23 +10,21 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// maxRequestIDLen bounds what a provider can push into the store as a
-// request id.
-const maxRequestIDLen = 256
-
 // send performs the request and its redirects. credValue is the full
-// credential header value ("" when the contract has no credential).
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response) {
+// credential header value ("" when the contract has no credential). Its
+// texts are whole and unredacted, and body is the body as read: call
+// redacts, then cuts.
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response, body []byte) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
+		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}, nil
 	}
 	if u.User != nil {
-		return Response{Transport: pollwarden.TransportOther, TransportDetail: "url carries user info; use a credential reference"}
+		return Response{Transport: pollwarden.TransportOther, TransportDetail: "url carries user info; use a credential reference"}, nil
 	}
 	allowed := allowedHosts(c)
 	if !HostAllowed(allowed, u.Host) {
-		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: "host " + u.Hostname() + " is not in allowed_hosts; nothing sent"}
+		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: "host " + u.Hostname() + " is not in allowed_hosts; nothing sent"}, nil
 	}
 
 	timeout := c.Status.Timeout
@@ -43,8 +41,8 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 		if err != nil {
-			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+short(err.Error())
-			return resp
+			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+err.Error()
+			return resp, nil
 		}
 		req.Header.Set("User-Agent", p.userAgent)
 		for k, v := range c.Status.Headers {
@@ -62,7 +60,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		if err != nil {
 			resp.ReceivedAt = p.now()
 			resp.Transport, resp.TransportDetail = classify(ctx, err, timeout)
-			return resp
+			return resp, nil
 		}
 		resp.Status = r.StatusCode
 		resp.RetryAfter = r.Header.Get("Retry-After")
@@ -74,25 +72,25 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			if why != "" {
 				resp.ReceivedAt = p.now()
 				resp.Transport, resp.TransportDetail = pollwarden.TransportRedirect, why
-				return resp
+				return resp, nil
 			}
 			u, method = next, redirectMethod(r.StatusCode, method)
 			continue
 		}
 
-		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		r.Body.Close()
 		resp.ReceivedAt = p.now()
 		switch {
 		case err != nil:
 			class, detail := classify(ctx, err, timeout)
 			resp.Transport, resp.TransportDetail = class, "reading body: "+detail
-		case int64(len(body)) > limit:
+		case int64(len(b)) > limit:
 			resp.BodyTooLarge = true
 		default:
-			resp.Body = body
+			body = b
 		}
-		return resp
+		return resp, body
 	}
 }
 
@@ -116,13 +114,13 @@ func (p *Prober) redirect(cur *url.URL, r *http.Response, hop int, allowed []str
 	case hop >= MaxRedirects:
 		return nil, fmt.Sprintf("redirect refused: more than %d redirects", MaxRedirects), false
 	case next.Scheme != "http" && next.Scheme != "https":
-		return nil, "redirect refused: scheme " + short(next.Scheme) + " is not http(s)", false
+		return nil, "redirect refused: scheme " + next.Scheme + " is not http(s)", false
 	case cur.Scheme == "https" && next.Scheme == "http":
 		return nil, "redirect refused: downgrade from https to http", false
 	case next.User != nil:
 		return nil, "redirect refused: Location carries user info", false
 	case !HostAllowed(allowed, next.Host):
-		return nil, "redirect to host " + short(next.Hostname()) + " refused: not in allowed_hosts", false
+		return nil, "redirect to host " + next.Hostname() + " refused: not in allowed_hosts", false
 	}
 	return next, "", true
 }
@@ -143,7 +141,8 @@ func discard(r *http.Response) {
 	r.Body.Close()
 }
 
-// requestID returns the first non-empty provider request id header.
+// requestID returns the first non-empty provider request id header,
+// whole: call cuts it after redaction.
 func requestID(h http.Header, contractHeader string) string {
 	names := []string{"X-Request-Id", "Request-Id", "X-Amzn-Requestid", "X-Ms-Request-Id"}
 	if contractHeader != "" {
@@ -151,9 +150,6 @@ func requestID(h http.Header, contractHeader string) string {
 	}
 	for _, n := range names {
 		if v := h.Get(n); v != "" {
-			if len(v) > maxRequestIDLen {
-				v = v[:maxRequestIDLen]
-			}
 			return v
 		}
 	}
