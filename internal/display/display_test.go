@@ -4,7 +4,7 @@ import "testing"
 
 func TestText(t *testing.T) {
 	for in, want := range map[string]string{
-		"connection refused by 127.0.0.1:80": "connection refused by 127.0.0.1:80",
+		"connection refused by 127.0.0.1:80":          "connection refused by 127.0.0.1:80",
 		"a\n06:49:40 alice (approver) decided extend": `a\n06:49:40 alice (approver) decided extend`,
 		"\x1b[2J":            `\x1b[2J`,
 		"tab\there":          `tab\there`,
