@@ -210,3 +210,19 @@ func TestCaps(t *testing.T) {
 		t.Errorf("error %.80s", f.Error)
 	}
 }
+
+func TestShortSecretWarning(t *testing.T) {
+	c := testContract("api.test")
+	env := func(v string) func(string) (string, bool) { return func(string) (string, bool) { return v, true } }
+	w := ShortSecretWarning(c, env("pire"), nil)
+	if !strings.Contains(w, "env:EXPORT_API_TOKEN is shorter than 16 characters") || strings.Contains(w, "pire") {
+		t.Errorf("warning %q", w)
+	}
+	if w := ShortSecretWarning(c, env("a-long-enough-secret"), nil); w != "" {
+		t.Errorf("warning for a long secret: %q", w)
+	}
+	c.Status.Credential = nil
+	if w := ShortSecretWarning(c, env("x"), nil); w != "" {
+		t.Errorf("warning without a credential: %q", w)
+	}
+}

@@ -242,6 +242,9 @@ func TestWaitShortSecretKeepsExpired(t *testing.T) {
 	if out := outcome(t, p); out["phase"] != "expired" || out["last_state"] != "expired" {
 		t.Fatalf("outcome %v", out)
 	}
+	if e := p.stderr.String(); !strings.Contains(e, "credential env:PROC_TOKEN is shorter than 16 characters") || strings.Contains(e, "pire") {
+		t.Errorf("no warning about the short secret, or one that shows it: %s", e)
+	}
 }
 
 // TestHugeStateKeepsTheStoreSmall: a 900 KB state, multiplied twenty times
