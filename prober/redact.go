@@ -59,7 +59,24 @@ func (sc *scrubber) text(s string) string {
 			break
 		}
 	}
+	if sc.reveals(out) {
+		// Deeper nesting than the rounds undo: keep nothing of it.
+		return Redacted
+	}
 	return out
+}
+
+// reveals reports whether s, or one decoding of it, still holds the secret.
+func (sc *scrubber) reveals(s string) bool {
+	if strings.Contains(s, sc.secret) {
+		return true
+	}
+	for _, decode := range decoders {
+		if strings.Contains(decode(s), sc.secret) {
+			return true
+		}
+	}
+	return false
 }
 
 // value removes the secret from every string of a decoded JSON value,
