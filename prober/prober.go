@@ -2,8 +2,10 @@
 // the only code that ever holds a secret. It sends exactly one logical
 // request per call (following allowed redirects), resolves the credential at
 // request time, and hands back a Response from which every trace of the
-// secret has been removed (R27), so nothing downstream — store, audit, API,
-// MCP — can leak what it never received. It never logs.
+// secret has been removed (R27): its texts are redacted, and its body is
+// reachable only through Response.Facts, which parses it and redacts what
+// the contract keeps. So nothing downstream — store, audit, API, MCP — can
+// leak what it never received. It never logs.
 package prober
 
 import (
