@@ -141,9 +141,6 @@ func (r Response) WithBody(body []byte) Response {
 	return r
 }
 
-// HasBody reports whether a body was read.
-func (r Response) HasBody() bool { return r.body != nil }
-
 // Facts reduces the body with x, then removes the secret from every
 // decoded string the facts keep, then applies the caps (see bound). The
 // order matters: parsing first catches a secret the provider wrote

@@ -174,7 +174,7 @@ func jsonUnescape(s string) string {
 			b.WriteByte(e)
 			i++
 		case 'b', 'f', 'n', 'r', 't':
-			b.WriteByte(map[byte]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[e])
+			b.WriteByte("\b\f\n\r\t"[strings.IndexByte("bfnrt", e)])
 			i++
 		case 'u':
 			if i+6 <= len(s) {

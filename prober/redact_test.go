@@ -226,3 +226,21 @@ func TestShortSecretWarning(t *testing.T) {
 		t.Errorf("warning without a credential: %q", w)
 	}
 }
+
+func TestDecoders(t *testing.T) {
+	for in, want := range map[string]string{
+		`a\/b\u0041\n\t\"\\x`: "a/bA\n\t\"\\x",
+		`\ud83d\ude00 \u12`:   "\U0001F600 \\u12",
+		`trailing\`:           `trailing\`,
+	} {
+		if got := jsonUnescape(in); got != want {
+			t.Errorf("jsonUnescape(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := pathDecode("a%2fb%2Fc%zz%4"); got != "a/b/c%zz%4" {
+		t.Errorf("pathDecode = %q", got)
+	}
+	if got := queryDecode("a+b%2B"); got != "a b+" {
+		t.Errorf("queryDecode = %q", got)
+	}
+}
