@@ -47,7 +47,7 @@ func (sc *scrubber) text(s string) string {
 	}
 	out := sc.forms.Replace(s)
 	// A few rounds undo an encoding nested in another (a JSON-escaped
-	// percent-encoded secret); each round can only shorten the text.
+	// percent-encoded secret).
 	for range 3 {
 		changed := false
 		for _, decode := range decoders {
