@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -114,7 +116,8 @@ func servedDir(t *testing.T, contract string) (dir, cdir, tokens string) {
 // writes the credential back JSON-escaped (every character as \uXXXX, or
 // "/" as "\/" the way PHP does) in the state, the error, a result field
 // and a request id: matching the raw body's bytes saw none of it, so it
-// reached the answers, the store, its WAL and the audit chain.
+// reached the answers (API, MCP, webhooks), the store, its WAL and the
+// audit chain.
 func TestServeJSONEscapedEchoNeverLeaks(t *testing.T) {
 	esc, php := jsonEscapeAll(slashCanary), strings.ReplaceAll(slashCanary, "/", `\/`)
 	srv := fp.New()
@@ -129,8 +132,22 @@ func TestServeJSONEscapedEchoNeverLeaks(t *testing.T) {
 	srv.Script("ok", fp.Step{Header: echo, Body: `{"state":"succeeded","result":{"url":"https://files.example.com/r.csv?sig=` + esc + `&alt=` + php + `&pct=` + lowHex + `"}}`})
 	dir, cdir, tokens := servedDir(t, procContract(srv.URL()))
 	store := filepath.Join(dir, "pw.db")
-	p := startWith(t, []string{"PROC_TOKEN=" + slashCanary}, "serve", "--listen", "127.0.0.1:0", "--store", store,
-		"--contracts", cdir, "--tokens", tokens)
+	// A webhook receiver: the outcome it is sent must be as clean.
+	var hookMu sync.Mutex
+	var hookBodies [][]byte
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hookMu.Lock()
+		hookBodies = append(hookBodies, b)
+		hookMu.Unlock()
+	}))
+	defer recv.Close()
+	hooks := filepath.Join(dir, "webhooks.yaml")
+	if err := os.WriteFile(hooks, []byte("webhooks:\n  - name: ops\n    url: "+recv.URL+"/hook\n    secret: env:PW_WEBHOOK_SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startWith(t, []string{"PROC_TOKEN=" + slashCanary, "PW_WEBHOOK_SECRET=" + whCanary}, "serve",
+		"--listen", "127.0.0.1:0", "--store", store, "--contracts", cdir, "--tokens", tokens, "--webhooks", hooks)
 	defer p.cmd.Process.Kill()
 	base := listenAddr(t, p)
 
@@ -180,6 +197,14 @@ func TestServeJSONEscapedEchoNeverLeaks(t *testing.T) {
 		answers = append(answers, b)
 	}
 	session.Close()
+	waitFor(t, "a webhook per outcome", func() bool {
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		return len(hookBodies) >= 3
+	})
+	hookMu.Lock()
+	answers = append(answers, hookBodies...)
+	hookMu.Unlock()
 	for i, a := range answers {
 		assertNoForm(t, fmt.Sprintf("answer %d", i), a)
 	}
