@@ -202,14 +202,14 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			value = cred.Scheme + " " + s
 		}
 	}
-	resp, body := p.send(ctx, c, method, rawURL, value)
+	resp := p.send(ctx, c, method, rawURL, value)
 	sc := newScrubber(secret, c)
 	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)
 	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
 	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)
 	resp.Location = cut(sc.text(resp.Location), maxLocation)
-	if body != nil {
-		resp.body = &answerBody{raw: body, scrub: sc}
+	if resp.body != nil {
+		resp.body.scrub = sc
 	}
 	return resp
 }

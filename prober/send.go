@@ -11,20 +11,20 @@ import (
 )
 
 // send performs the request and its redirects. credValue is the full
-// credential header value ("" when the contract has no credential). Its
-// texts are whole and unredacted, and body is the body as read: call
-// redacts, then cuts.
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response, body []byte) {
+// credential header value ("" when the contract has no credential). The
+// Response's texts are whole and unredacted, and its body has no scrubber
+// yet: call redacts, then cuts.
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}, nil
+		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
 	}
 	if u.User != nil {
-		return Response{Transport: pollwarden.TransportOther, TransportDetail: "url carries user info; use a credential reference"}, nil
+		return Response{Transport: pollwarden.TransportOther, TransportDetail: "url carries user info; use a credential reference"}
 	}
 	allowed := allowedHosts(c)
 	if !HostAllowed(allowed, u.Host) {
-		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: "host " + u.Hostname() + " is not in allowed_hosts; nothing sent"}, nil
+		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: "host " + u.Hostname() + " is not in allowed_hosts; nothing sent"}
 	}
 
 	timeout := c.Status.Timeout
@@ -42,7 +42,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 		if err != nil {
 			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+err.Error()
-			return resp, nil
+			return resp
 		}
 		req.Header.Set("User-Agent", p.userAgent)
 		for k, v := range c.Status.Headers {
@@ -60,7 +60,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		if err != nil {
 			resp.ReceivedAt = p.now()
 			resp.Transport, resp.TransportDetail = classify(ctx, err, timeout)
-			return resp, nil
+			return resp
 		}
 		resp.Status = r.StatusCode
 		resp.RetryAfter = r.Header.Get("Retry-After")
@@ -72,25 +72,25 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			if why != "" {
 				resp.ReceivedAt = p.now()
 				resp.Transport, resp.TransportDetail = pollwarden.TransportRedirect, why
-				return resp, nil
+				return resp
 			}
 			u, method = next, redirectMethod(r.StatusCode, method)
 			continue
 		}
 
-		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		r.Body.Close()
 		resp.ReceivedAt = p.now()
 		switch {
 		case err != nil:
 			class, detail := classify(ctx, err, timeout)
 			resp.Transport, resp.TransportDetail = class, "reading body: "+detail
-		case int64(len(b)) > limit:
+		case int64(len(body)) > limit:
 			resp.BodyTooLarge = true
 		default:
-			body = b
+			resp.body = &answerBody{raw: body}
 		}
-		return resp, body
+		return resp
 	}
 }
 
