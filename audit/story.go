@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // Story renders an operation's events as one line each, readable by a
@@ -13,7 +14,9 @@ import (
 //
 //	10:20:31 received 503, Retry-After 120, next poll 10:22:31 from provider guidance
 //
-// Times are shown in loc (UTC when nil).
+// Times are shown in loc (UTC when nil). Text that came from a provider,
+// an agent or a person is escaped (package display), and free text is
+// quoted, so a value can never start a line of its own or pass for one.
 func Story(events []pollwarden.Event, loc *time.Location) []string {
 	if loc == nil {
 		loc = time.UTC
@@ -45,67 +48,78 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 	}
 	switch e.Kind {
 	case pollwarden.EventSubmitted:
-		s := fmt.Sprintf("submitted job %s, deadline %s, budget %d (%s)", d.ProviderJobID, clock(d.DeadlineAt), d.MaxRequests, d.Detail)
+		s := fmt.Sprintf("submitted job %s, deadline %s, budget %d (%s)", display.Value(d.ProviderJobID), clock(d.DeadlineAt), d.MaxRequests, display.Text(d.Detail))
 		if d.Actor != nil {
 			s += " by " + actorName(d.Actor)
 		}
 		return s
 	case pollwarden.EventResumed:
-		return "resumed by " + d.Detail
+		return "resumed by " + display.Text(d.Detail)
 	case pollwarden.EventRequestSent:
 		return fmt.Sprintf("status request %d of %d sent, deadline %s", d.RequestsUsed, d.MaxRequests, clock(d.DeadlineAt))
 	case pollwarden.EventResponseReceived:
 		return responseLine(d, clock)
 	case pollwarden.EventHintRejected:
-		return "rejected provider guidance: " + d.Hint
+		return "rejected provider guidance: " + display.Text(d.Hint)
 	case pollwarden.EventStateChanged:
 		if d.PrevState == "" {
-			return "state is now " + d.State
+			return "state is now " + display.Value(d.State)
 		}
-		return fmt.Sprintf("state changed %s → %s", d.PrevState, d.State)
+		return fmt.Sprintf("state changed %s → %s", display.Value(d.PrevState), display.Value(d.State))
 	case pollwarden.EventSucceeded:
 		return fmt.Sprintf("succeeded after %d of %d status requests, %s elapsed", d.RequestsUsed, d.MaxRequests, d.Elapsed)
 	case pollwarden.EventFinished:
-		return fmt.Sprintf("%s (state %s) after %d of %d status requests", d.Decision, d.State, d.RequestsUsed, d.MaxRequests)
+		return fmt.Sprintf("%s (state %s) after %d of %d status requests", display.Text(d.Decision), display.Value(d.State), d.RequestsUsed, d.MaxRequests)
 	case pollwarden.EventEscalated:
 		return fmt.Sprintf("escalated %s: %s; %d of %d status requests used; options: %s",
-			d.Reason, d.Detail, d.RequestsUsed, d.MaxRequests, optionIDs(d.Options))
+			display.Value(string(d.Reason)), display.Text(d.Detail), d.RequestsUsed, d.MaxRequests, optionIDs(d.Options))
 	case pollwarden.EventNextCheckScheduled:
 		s := fmt.Sprintf("next poll %s from %s", clock(d.NextPollAt), sourceText(d.DelaySource))
 		if d.Detail != "" {
-			s += " (" + d.Detail + ")"
+			s += " (" + display.Text(d.Detail) + ")"
 		}
 		return s
 	case pollwarden.EventExtensionRequested:
-		return fmt.Sprintf("%s asked for more: %s (grants nothing)", actorName(d.Actor), d.Detail)
+		return fmt.Sprintf("%s asked for more: %s (grants nothing)", actorName(d.Actor), extensionText(d.Detail))
 	case pollwarden.EventDecision:
-		s := fmt.Sprintf("%s decided %s: %s", actorName(d.Actor), d.Option, d.Decision)
+		s := fmt.Sprintf("%s decided %s: %s", actorName(d.Actor), display.Value(d.Option), display.Text(d.Decision))
 		if d.Detail != "" {
-			s += " (" + d.Detail + ")"
+			s += ", note " + display.Quote(d.Detail)
 		}
 		return s
 	case pollwarden.EventAction:
-		return fmt.Sprintf("action %s: %s; %s", d.Option, d.Decision, d.Detail)
+		return fmt.Sprintf("action %s: %s; %s", display.Value(d.Option), display.Text(d.Decision), display.Text(d.Detail))
 	}
-	return string(e.Kind)
+	return display.Text(string(e.Kind))
+}
+
+// extensionText shows an extension request with the agent's justification
+// quoted. The event keeps "asks for T and N more status requests: WHY";
+// only WHY is the agent's, and the prefix cannot hold the separator.
+func extensionText(detail string) string {
+	const sep = " more status requests: "
+	if head, why, ok := strings.Cut(detail, sep); ok {
+		return display.Text(strings.TrimPrefix(head, "asks for ")) + " more status requests, justification " + display.Quote(why)
+	}
+	return display.Quote(detail)
 }
 
 func responseLine(d pollwarden.EventData, clock func(*time.Time) string) string {
 	var b strings.Builder
 	switch {
 	case d.Transport != "":
-		fmt.Fprintf(&b, "no answer (%s", d.Transport)
+		fmt.Fprintf(&b, "no answer (%s", display.Text(d.Transport))
 		if d.Detail != "" {
-			b.WriteString(": " + d.Detail)
+			b.WriteString(": " + display.Text(d.Detail))
 		}
 		b.WriteString(")")
 	case d.HTTPStatus >= 200 && d.HTTPStatus < 300 && d.State != "":
-		b.WriteString("polled, state " + d.State)
+		b.WriteString("polled, state " + display.Value(d.State))
 	default:
 		fmt.Fprintf(&b, "received %d", d.HTTPStatus)
 	}
 	if d.RetryAfter != "" {
-		b.WriteString(", Retry-After " + d.RetryAfter)
+		b.WriteString(", Retry-After " + display.Text(d.RetryAfter))
 	}
 	if d.FailuresUsed > 0 {
 		fmt.Fprintf(&b, ", transport failure %d", d.FailuresUsed)
@@ -114,16 +128,16 @@ func responseLine(d pollwarden.EventData, clock func(*time.Time) string) string 
 		fmt.Fprintf(&b, ", rate-limited answer %d", d.RateLimited)
 	}
 	if d.RequestID != "" {
-		b.WriteString(", provider request " + d.RequestID)
+		b.WriteString(", provider request " + display.Value(d.RequestID))
 	}
 	switch {
 	case d.Decision == "wait" || strings.HasPrefix(d.Decision, "404"):
 		if d.Decision != "wait" {
-			b.WriteString(", " + d.Decision)
+			b.WriteString(", " + display.Text(d.Decision))
 		}
 		fmt.Fprintf(&b, ", next poll %s from %s", clock(d.NextPollAt), sourceText(d.DelaySource))
 	case d.Decision != "":
-		b.WriteString(", " + d.Decision)
+		b.WriteString(", " + display.Text(d.Decision))
 	}
 	return b.String()
 }
@@ -140,20 +154,20 @@ func sourceText(s pollwarden.DelaySource) string {
 	case pollwarden.DelayManualExtension:
 		return "manual extension"
 	}
-	return string(s)
+	return display.Text(string(s))
 }
 
 func actorName(a *pollwarden.Actor) string {
 	if a == nil {
 		return "someone"
 	}
-	return fmt.Sprintf("%s (%s)", a.Name, a.Role)
+	return fmt.Sprintf("%s (%s)", display.Text(a.Name), display.Text(string(a.Role)))
 }
 
 func optionIDs(opts []pollwarden.Option) string {
 	ids := make([]string, len(opts))
 	for i, o := range opts {
-		ids[i] = o.ID
+		ids[i] = display.Value(o.ID)
 	}
 	return strings.Join(ids, ", ")
 }

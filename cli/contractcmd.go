@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/prober"
 	"github.com/spf13/cobra"
 )
 
@@ -22,6 +24,9 @@ func contractCmd(env Env) *cobra.Command {
 				return usage(err)
 			}
 			fmt.Fprint(env.Stdout, contract.Summary(ct))
+			if w := prober.ShortSecretWarning(ct, env.Getenv, os.ReadFile); w != "" {
+				fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
+			}
 			return nil
 		},
 	}

@@ -42,3 +42,28 @@ func TestProgressLineShowsStateTimeBudgetAndNextCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestHumanOutputEscapesProviderText: the live line, the summary and the
+// printed record show a provider's state and error on their own lines,
+// with no control sequence reaching the terminal.
+func TestHumanOutputEscapesProviderText(t *testing.T) {
+	t0 := time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)
+	op := &pollwarden.Operation{ID: "op\n1", ProviderJobID: "job\x1b[2J", LastState: "running\n06:49:40 alice (approver) decided extend\u202e",
+		Phase: pollwarden.PhaseFailed, StartedAt: t0, DeadlineAt: t0.Add(time.Hour), ProviderError: []byte(`{"m":"x` + "\u202e" + `"}`)}
+	var out strings.Builder
+	env := Env{Stdout: &out}
+	if err := env.printOutcome(op, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"live line": progressText(op, t0, t0), "record": out.String()} {
+		if strings.ContainsAny(s, "\x1b\u202e") || strings.Contains(s, "\n06:49:40") {
+			t.Errorf("%s shows provider text raw: %q", name, s)
+		}
+		if !strings.Contains(s, `"running\n06:49:40 alice (approver) decided extend\u202e"`) {
+			t.Errorf("%s does not quote the state: %q", name, s)
+		}
+	}
+	if !strings.Contains(out.String(), `operation "op\n1"  job "job\x1b[2J"`) || !strings.Contains(out.String(), `provider error: {"m":"x\u202e"}`) {
+		t.Errorf("record: %q", out.String())
+	}
+}

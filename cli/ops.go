@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/spf13/cobra"
 )
 
@@ -45,8 +46,10 @@ func opsCmd(env Env) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "OPERATION\tCONTRACT\tJOB\tPHASE\tREASON\tSTATE\tREQUESTS\tDEADLINE")
 			for _, op := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", op.ID, op.Contract, op.ProviderJobID, op.Phase,
-					op.Reason, op.LastState, op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
+				// Escaped, a value can neither add a row nor shift a column.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", cell(op.ID), cell(op.Contract),
+					cell(op.ProviderJobID), op.Phase, op.Reason, cell(op.LastState),
+					op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
 			}
 			return tw.Flush()
 		},
@@ -79,4 +82,12 @@ func opsCmd(env Env) *cobra.Command {
 	}
 	ops.AddCommand(list, show)
 	return ops
+}
+
+// cell is a table value: empty stays empty, anything else is escaped.
+func cell(s string) string {
+	if s == "" {
+		return ""
+	}
+	return display.Value(s)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // printOutcome writes the final record: one JSON object with --json, one
@@ -21,15 +22,21 @@ func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool) error 
 	if quiet {
 		return nil
 	}
+	// The JSON is printed as text: JSON escapes line breaks but not every
+	// control or bidi character a provider may send.
 	if len(op.Result) > 0 {
-		fmt.Fprintf(env.Stdout, "result: %s\n", op.Result)
+		fmt.Fprintf(env.Stdout, "result: %s\n", display.Text(string(op.Result)))
 	}
 	if len(op.ProviderError) > 0 {
-		fmt.Fprintf(env.Stdout, "provider error: %s\n", op.ProviderError)
+		fmt.Fprintf(env.Stdout, "provider error: %s\n", display.Text(string(op.ProviderError)))
 	}
 	if op.Escalation != nil {
-		fmt.Fprintln(env.Stdout, op.Escalation.Message)
-		fmt.Fprintf(env.Stdout, "decide with: pollwarden decide %s OPTION\n", op.ID)
+		// The message's own lines are kept; each is escaped in case a
+		// record written before the message escaped its values.
+		for line := range strings.SplitSeq(op.Escalation.Message, "\n") {
+			fmt.Fprintln(env.Stdout, display.Text(line))
+		}
+		fmt.Fprintf(env.Stdout, "decide with: pollwarden decide %s OPTION\n", display.Value(op.ID))
 	}
 	return nil
 }
@@ -40,12 +47,12 @@ func summaryLine(op *pollwarden.Operation) string {
 	if op.Reason != "" {
 		s += " " + string(op.Reason)
 	}
-	state := op.LastState
-	if state == "" {
+	state := display.Value(op.LastState)
+	if op.LastState == "" {
 		state = "-"
 	}
 	return fmt.Sprintf("%s  operation %s  job %s  state %s  requests %d/%d",
-		s, op.ID, op.ProviderJobID, state, op.StatusRequestsUsed, op.MaxStatusRequests)
+		s, display.Value(op.ID), display.Value(op.ProviderJobID), state, op.StatusRequestsUsed, op.MaxStatusRequests)
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -60,8 +67,8 @@ func writeJSON(w io.Writer, v any) error {
 // progressText is the live line: state, elapsed/deadline, requests used of
 // budget and time to the next check.
 func progressText(op *pollwarden.Operation, next, now time.Time) string {
-	state := op.LastState
-	if state == "" {
+	state := display.Value(op.LastState)
+	if op.LastState == "" {
 		state = "not yet observed"
 	}
 	total := op.DeadlineAt.Sub(op.StartedAt)

@@ -17,6 +17,7 @@ import (
 	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/metrics"
+	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/pollwarden/pollwarden/webhook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -170,6 +171,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(ln) }()
 	log.Info("serving", "listen", ln.Addr().String(), "contracts", set.Names())
+	env.warnShortSecrets(log, set)
 	fmt.Fprintf(env.Stdout, "pollwarden serve: listening on http://%s\n", ln.Addr())
 
 	select {
@@ -232,4 +234,16 @@ func (rl reloadable) reload(log *slog.Logger) {
 	}
 	rl.tokens.Replace(next)
 	log.Info("tokens reloaded")
+}
+
+// warnShortSecrets logs, per contract, a credential short enough to be
+// found by chance in what providers send.
+func (env Env) warnShortSecrets(log *slog.Logger, set *contract.Set) {
+	for _, name := range set.Names() {
+		if ex, ok := set.Get(name); ok {
+			if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
+				log.Warn(w)
+			}
+		}
+	}
 }

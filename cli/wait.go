@@ -78,6 +78,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if err := env.credentialAvailable(ct); err != nil {
 		return usage(err)
 	}
+	if w := prober.ShortSecretWarning(ct, env.Getenv, os.ReadFile); w != "" {
+		fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
+	}
 	if p.ID == "" {
 		cred := ""
 		if ct.Status.Credential != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // webhooksCmd lets an operator see the outbox and send a message again
@@ -50,8 +51,8 @@ func webhooksCmd(env Env) *cobra.Command {
 				if m.Status == pollwarden.OutboxPending {
 					next = m.NextAttemptAt.UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Seq, m.ID, m.Endpoint, m.Type, m.OperationID,
-					m.Status, m.Attempts, lastAttempt(m), next)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Seq, m.ID, cell(m.Endpoint), m.Type, cell(m.OperationID),
+					m.Status, m.Attempts, display.Text(lastAttempt(m)), next)
 			}
 			return tw.Flush()
 		},

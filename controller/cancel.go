@@ -111,8 +111,8 @@ func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op 
 			Detail: fmt.Sprintf("%s %s: %s: %s", ct.Cancel.Method, url, r.Transport, r.TransportDetail)}
 	}
 	a := policy.CancelAnswer{Sent: true, Status: r.Status, Detail: fmt.Sprintf("%s %s answered %d", ct.Cancel.Method, url, r.Status)}
-	if r.Status >= 200 && r.Status < 300 && len(r.Body) > 0 {
-		if b := ex.Extract(r.Body); b.Problem == "" && b.HasState {
+	if r.Status >= 200 && r.Status < 300 {
+		if b := r.Facts(ex); b.Problem == "" && b.HasState {
 			a.State = b.State
 		}
 	}

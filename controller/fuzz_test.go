@@ -43,7 +43,7 @@ func FuzzObserveAndDecide(f *testing.F) {
 			t.Fatal(err)
 		}
 		op, _ = policy.Reserve(op, c, t0)
-		resp := prober.Response{Status: code, RetryAfter: ra, Body: body, SentAt: t0, ReceivedAt: t0}
+		resp := prober.Response{Status: code, RetryAfter: ra, SentAt: t0, ReceivedAt: t0}.WithBody(body)
 		if code <= 0 || code > 999 {
 			resp.Status, resp.Transport = 0, pollwarden.TransportOther
 		}

@@ -240,7 +240,7 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 	case r.BodyTooLarge:
 		obs.Body.Problem = fmt.Sprintf("body larger than max_body_bytes (%d)", ex.Contract().Status.MaxBodyBytes)
 	case r.Status >= 200 && r.Status < 300:
-		obs.Body = ex.Extract(r.Body)
+		obs.Body = r.Facts(ex)
 	}
 	return obs
 }

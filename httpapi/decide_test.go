@@ -31,7 +31,7 @@ func TestExtensionRequestGrantsNothing(t *testing.T) {
 		t.Errorf("answer: %s", a.body)
 	}
 	story := r.do("GET", "/v1/operations/op-x/audit", agentToken, nil)
-	if !strings.Contains(string(story.body), "build-agent (agent) asked for more: asks for 30m0s and 10 more status requests: the export has 2M rows (grants nothing)") {
+	if !strings.Contains(string(story.body), `build-agent (agent) asked for more: 30m0s and 10 more status requests, justification "the export has 2M rows" (grants nothing)`) {
 		t.Errorf("story lacks the request:\n%s", story.body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/uritemplate"
 )
 
@@ -113,9 +114,11 @@ func extendedDeadline(op *pollwarden.Operation, d time.Duration, now time.Time) 
 func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts []pollwarden.Option, now time.Time) string {
 	var b strings.Builder
 	b.WriteString("External job needs a decision\n")
-	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", op.ID, op.ProviderJobID)
-	last := op.LastState
-	if last == "" {
+	// Ids, the state and the detail come from an agent or a provider:
+	// escaped, they cannot add a line to the message.
+	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", display.Value(op.ID), display.Value(op.ProviderJobID))
+	last := display.Value(op.LastState)
+	if op.LastState == "" {
 		last = "(none observed)"
 	}
 	fmt.Fprintf(&b, "Last state: %s\nElapsed time: %s\n", last, elapsed(op, now))
@@ -130,12 +133,12 @@ func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts 
 		b.WriteString("Last HTTP result: none\n")
 	}
 	if op.Cancel != nil {
-		fmt.Fprintf(&b, "Cancel at provider: %s\n", CancelSummary(op.Cancel))
+		fmt.Fprintf(&b, "Cancel at provider: %s\n", display.Text(CancelSummary(op.Cancel)))
 	}
-	fmt.Fprintf(&b, "Stopped because: %s (%s)\n", r, detail)
+	fmt.Fprintf(&b, "Stopped because: %s (%s)\n", r, display.Text(detail))
 	b.WriteString("Options:")
 	for _, o := range opts {
-		fmt.Fprintf(&b, "\n  [%s] %s", o.ID, o.Label)
+		fmt.Fprintf(&b, "\n  [%s] %s", o.ID, display.Text(o.Label))
 	}
 	return b.String()
 }

@@ -10,16 +10,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pollwarden/pollwarden"
 )
 
-// maxDetail bounds TransportDetail: it goes to the store and the audit line.
-const maxDetail = 200
-
-// classify maps a failed request to a transport class (R12) and a short
-// detail. Our own deadline wins over whatever error it surfaced as, because
+// classify maps a failed request to a transport class (R12) and a
+// detail, whole: call redacts it, then cuts it. Our own deadline wins over whatever error it surfaced as, because
 // a timed-out request is an ambiguous delivery whatever layer noticed it.
 func classify(ctx context.Context, err error, timeout time.Duration) (class, detail string) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
@@ -33,12 +29,12 @@ func classify(ctx context.Context, err error, timeout time.Duration) (class, det
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		if dnsErr.IsTimeout {
-			return pollwarden.TransportTimeout, short("dns lookup of " + dnsErr.Name + " timed out")
+			return pollwarden.TransportTimeout, "dns lookup of " + dnsErr.Name + " timed out"
 		}
-		return pollwarden.TransportDNS, short("dns lookup of " + dnsErr.Name + ": " + dnsErr.Err)
+		return pollwarden.TransportDNS, "dns lookup of " + dnsErr.Name + ": " + dnsErr.Err
 	}
 	if isTLS(err) {
-		return pollwarden.TransportTLS, short(inner.Error())
+		return pollwarden.TransportTLS, inner.Error()
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		detail := "connection refused"
@@ -50,12 +46,12 @@ func classify(ctx context.Context, err error, timeout time.Duration) (class, det
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return pollwarden.TransportTimeout, short(inner.Error())
+		return pollwarden.TransportTimeout, inner.Error()
 	}
 	if errors.Is(err, context.Canceled) {
 		return pollwarden.TransportOther, "request cancelled"
 	}
-	return pollwarden.TransportOther, short(inner.Error())
+	return pollwarden.TransportOther, inner.Error()
 }
 
 // isTLS recognises handshake and certificate failures, local or remote.
@@ -86,16 +82,4 @@ func isTLS(err error) bool {
 	// unwrapped error; it is still a failed handshake.
 	msg := err.Error()
 	return strings.Contains(msg, "tls: ") || strings.Contains(msg, "HTTP response to HTTPS client")
-}
-
-// short cuts s to maxDetail bytes on a rune boundary.
-func short(s string) string {
-	if len(s) <= maxDetail {
-		return s
-	}
-	s = s[:maxDetail]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }

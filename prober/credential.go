@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/pollwarden/pollwarden"
 )
 
 // resolve reads the secret behind ref at request time, so a rotated secret
@@ -50,4 +52,26 @@ func ResolveSecret(ref string, getenv func(string) (string, bool), readFile func
 		}
 	}
 	return secret, nil
+}
+
+// MinSecretLen is the length under which a secret earns a warning: the
+// secret is removed from every string a provider sends, and a short one
+// occurs by chance in ordinary words.
+const MinSecretLen = 16
+
+// ShortSecretWarning says, when c's credential resolves to a secret
+// shorter than MinSecretLen, what that costs; "" otherwise, or when it
+// cannot be resolved here (that is reported elsewhere). It never gives the
+// length or any character of the secret.
+func ShortSecretWarning(c *pollwarden.Contract, getenv func(string) (string, bool), readFile func(string) ([]byte, error)) string {
+	cred := c.Status.Credential
+	if cred == nil {
+		return ""
+	}
+	s, err := ResolveSecret(cred.Ref, getenv, readFile)
+	if err != nil || len(s) >= MinSecretLen {
+		return ""
+	}
+	return fmt.Sprintf("contract %s: credential %s is shorter than %d characters; it is redacted wherever it occurs in what the provider sends, "+
+		"so it may blank out ordinary words in errors and results (a state the contract lists is kept as it is)", c.Name, cred.Ref, MinSecretLen)
 }

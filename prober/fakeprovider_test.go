@@ -21,8 +21,8 @@ func TestAgainstFakeProvider(t *testing.T) {
 
 	first := p.Status(context.Background(), c, fp.URL()+"/jobs/exp_71c")
 	second := p.Status(context.Background(), c, fp.URL()+"/jobs/exp_71c")
-	if first.Status != 200 || second.Status != 200 || string(second.Body) != `{"job_id":"exp_71c","result":{"url":"https://files.example.com/r.csv"},"state":"succeeded"}` {
-		t.Fatalf("first=%+v second=%s", first, second.Body)
+	if first.Status != 200 || second.Status != 200 || string(second.rawBody()) != `{"job_id":"exp_71c","result":{"url":"https://files.example.com/r.csv"},"state":"succeeded"}` {
+		t.Fatalf("first=%+v second=%s", first, second.rawBody())
 	}
 	if fp.Count("exp_71c") != 2 || fp.MaxInFlight("exp_71c") != 1 {
 		t.Errorf("count=%d inflight=%d", fp.Count("exp_71c"), fp.MaxInFlight("exp_71c"))

@@ -103,3 +103,11 @@ func serve(t *testing.T, name string, h http.HandlerFunc) (*recorder, string) {
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	return rc, "http://" + name + ":" + port
 }
+
+// rawBody is the body as received, for tests of the transport itself.
+func (r Response) rawBody() []byte {
+	if r.body == nil {
+		return nil
+	}
+	return r.body.raw
+}

@@ -2,8 +2,10 @@
 // the only code that ever holds a secret. It sends exactly one logical
 // request per call (following allowed redirects), resolves the credential at
 // request time, and hands back a Response from which every trace of the
-// secret has been removed (R27), so nothing downstream — store, audit, API,
-// MCP — can leak what it never received. It never logs.
+// secret has been removed (R27): its texts are redacted, and its body is
+// reachable only through Response.Facts, which parses it and redacts what
+// the contract keeps. So nothing downstream — store, audit, API, MCP — can
+// leak what it never received. It never logs.
 package prober
 
 import (
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
 )
 
 // Defaults used when a contract leaves a bound at zero. The contract package
@@ -88,7 +91,9 @@ func New(opts Options) *Prober {
 	return p
 }
 
-// Response is what one call produced, already secret-free.
+// Response is what one call produced, already secret-free: its text
+// fields are redacted and capped, and its body is reachable only through
+// Facts.
 //
 // How to read it, in order: CredentialError set → nothing was sent, the
 // credential could not be resolved. Otherwise Transport set → no usable
@@ -113,11 +118,54 @@ type Response struct {
 	RequestID string
 	// Location is the raw Location header of the last answer.
 	Location string
-	// Body is nil when BodyTooLarge or unreadable.
-	Body         []byte
+	// body is the answer's body as received; it is read only through
+	// Facts, which removes the secret from what the contract keeps. It is
+	// nil when BodyTooLarge or unreadable.
+	body         *answerBody
 	BodyTooLarge bool
 	// CredentialError names the reference that failed, never the secret.
 	CredentialError error
+}
+
+// answerBody keeps the raw bytes and what removes the secret from them
+// together, out of reach of the rest of the program.
+type answerBody struct {
+	raw   []byte
+	scrub *scrubber
+}
+
+// WithBody returns r carrying body, for a Response built outside a call
+// (a replay, a fuzz test): no secret was sent, so none is removed.
+func (r Response) WithBody(body []byte) Response {
+	r.body = &answerBody{raw: body}
+	return r
+}
+
+// Facts reduces the body with x, then removes the secret from every
+// decoded string the facts keep, then applies the caps (see bound). The
+// order matters: parsing first catches a secret the provider wrote
+// JSON-escaped, and matching decoded strings rather than raw bytes keeps
+// a short secret from rewriting the body around it (R27).
+func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
+	var raw []byte
+	var sc *scrubber
+	if r.body != nil {
+		raw, sc = r.body.raw, r.body.scrub
+	}
+	f := x.Extract(raw)
+	c := x.Contract()
+	listed := listedStates(c)
+	f.Problem = sc.text(f.Problem)
+	if !listed[f.State] {
+		f.State = sc.text(f.State)
+	}
+	f.Error = sc.raw(f.Error)
+	for path, v := range f.Fields {
+		f.Fields[path] = sc.value(v)
+	}
+	f.PollAfter, f.NextCheckAt, f.JobExpiresAt = sc.value(f.PollAfter), sc.value(f.NextCheckAt), sc.value(f.JobExpiresAt)
+	bound(&f, c, listed)
+	return f
 }
 
 // Status sends the contract's status request to statusURL (the contract's
@@ -140,7 +188,8 @@ func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollward
 	return p.call(ctx, c, method, url)
 }
 
-// call wraps send so that redaction runs on every path out.
+// call wraps send so that redaction, then the caps, run on every path
+// out.
 func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string) Response {
 	var secret, value string
 	if cred := c.Status.Credential; cred != nil {
@@ -154,8 +203,13 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		}
 	}
 	resp := p.send(ctx, c, method, rawURL, value)
-	if secret != "" {
-		redact(&resp, secret)
+	sc := newScrubber(secret, c)
+	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)
+	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
+	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)
+	resp.Location = cut(sc.text(resp.Location), maxLocation)
+	if resp.body != nil {
+		resp.body.scrub = sc
 	}
 	return resp
 }

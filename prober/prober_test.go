@@ -26,8 +26,8 @@ func TestStatusSendsCredentialFromEnv(t *testing.T) {
 	if !resp.Sent || !resp.SentAt.Equal(fixedNow) || !resp.ReceivedAt.Equal(fixedNow) {
 		t.Errorf("times/sent = %v %v %v", resp.Sent, resp.SentAt, resp.ReceivedAt)
 	}
-	if string(resp.Body) != `{"state":"running"}` {
-		t.Errorf("body = %q", resp.Body)
+	if string(resp.rawBody()) != `{"state":"running"}` {
+		t.Errorf("body = %q", resp.rawBody())
 	}
 	reqs := rc.requests()
 	if len(reqs) != 1 {
@@ -117,11 +117,11 @@ func TestBodyCap(t *testing.T) {
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
 
 	at := p.Status(context.Background(), c, base+"/")
-	if at.BodyTooLarge || len(at.Body) != 10 {
-		t.Errorf("at the cap: tooLarge=%v len=%d", at.BodyTooLarge, len(at.Body))
+	if at.BodyTooLarge || len(at.rawBody()) != 10 {
+		t.Errorf("at the cap: tooLarge=%v len=%d", at.BodyTooLarge, len(at.rawBody()))
 	}
 	over := p.Status(context.Background(), c, base+"/?extra=1")
-	if !over.BodyTooLarge || over.Body != nil || over.Status != 200 || over.Transport != "" {
+	if !over.BodyTooLarge || over.rawBody() != nil || over.Status != 200 || over.Transport != "" {
 		t.Errorf("over the cap: %+v", over)
 	}
 }
@@ -152,7 +152,7 @@ func TestHeadersCaptured(t *testing.T) {
 	if r = p.Status(context.Background(), c, base+"/amzn"); r.RequestID != "req-amzn" {
 		t.Errorf("amzn request id = %q", r.RequestID)
 	}
-	if r = p.Status(context.Background(), c, base+"/long"); len(r.RequestID) != maxRequestIDLen {
+	if r = p.Status(context.Background(), c, base+"/long"); r.RequestID != strings.Repeat("a", maxRequestIDLen)+cutMark(1000-maxRequestIDLen) {
 		t.Errorf("long request id kept %d bytes", len(r.RequestID))
 	}
 	c.Status.RequestIDHeader = "X-Trace"

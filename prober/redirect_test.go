@@ -44,7 +44,7 @@ func TestAllowedRedirectIsFollowedWithCredential(t *testing.T) {
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
 	resp := p.Status(context.Background(), testContract(strings.ToUpper(baseA), baseB), baseA+"/j")
 
-	if resp.Status != 200 || resp.Transport != "" || string(resp.Body) != `{"state":"running"}` {
+	if resp.Status != 200 || resp.Transport != "" || string(resp.rawBody()) != `{"state":"running"}` {
 		t.Fatalf("resp = %+v", resp)
 	}
 	reqs := b.requests()

@@ -11,12 +11,10 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 )
 
-// maxRequestIDLen bounds what a provider can push into the store as a
-// request id.
-const maxRequestIDLen = 256
-
 // send performs the request and its redirects. credValue is the full
-// credential header value ("" when the contract has no credential).
+// credential header value ("" when the contract has no credential). The
+// Response's texts are whole and unredacted, and its body has no scrubber
+// yet: call redacts, then cuts.
 func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -43,7 +41,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 		if err != nil {
-			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+short(err.Error())
+			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+err.Error()
 			return resp
 		}
 		if req.URL.Scheme != u.Scheme || req.URL.Host != u.Host {
@@ -95,7 +93,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		case int64(len(body)) > limit:
 			resp.BodyTooLarge = true
 		default:
-			resp.Body = body
+			resp.body = &answerBody{raw: body}
 		}
 		return resp
 	}
@@ -123,14 +121,14 @@ func (p *Prober) redirect(c *pollwarden.Contract, cur *url.URL, r *http.Response
 	case hop >= MaxRedirects:
 		return nil, fmt.Sprintf("redirect refused: more than %d redirects", MaxRedirects), false
 	case next.Scheme != "http" && next.Scheme != "https":
-		return nil, "redirect refused: scheme " + short(next.Scheme) + " is not http(s)", false
+		return nil, "redirect refused: scheme " + next.Scheme + " is not http(s)", false
 	case cur.Scheme == "https" && next.Scheme == "http":
 		return nil, "redirect refused: downgrade from https to http", false
 	case next.User != nil:
 		return nil, "redirect refused: Location carries user info", false
 	}
 	if err := contract.CheckOrigin(c, next.String()); err != nil {
-		return nil, "redirect refused: " + short(err.Error()), false
+		return nil, "redirect refused: " + err.Error(), false
 	}
 	return next, "", true
 }
@@ -151,7 +149,8 @@ func discard(r *http.Response) {
 	r.Body.Close()
 }
 
-// requestID returns the first non-empty provider request id header.
+// requestID returns the first non-empty provider request id header,
+// whole: call cuts it after redaction.
 func requestID(h http.Header, contractHeader string) string {
 	names := []string{"X-Request-Id", "Request-Id", "X-Amzn-Requestid", "X-Ms-Request-Id"}
 	if contractHeader != "" {
@@ -159,9 +158,6 @@ func requestID(h http.Header, contractHeader string) string {
 	}
 	for _, n := range names {
 		if v := h.Get(n); v != "" {
-			if len(v) > maxRequestIDLen {
-				v = v[:maxRequestIDLen]
-			}
 			return v
 		}
 	}

@@ -55,8 +55,8 @@ func TestTransportClasses(t *testing.T) {
 		c.Status.Timeout = 100 * time.Millisecond
 		resp := newTestProber(env).Status(context.Background(), c, base)
 		expectTransport(t, resp, pollwarden.TransportTimeout, "reading body")
-		if resp.Status != 200 || resp.Body != nil {
-			t.Errorf("status=%d body=%q", resp.Status, resp.Body)
+		if resp.Status != 200 || resp.rawBody() != nil {
+			t.Errorf("status=%d body=%q", resp.Status, resp.rawBody())
 		}
 	})
 
@@ -109,13 +109,17 @@ func expectTransport(t *testing.T, resp Response, class, detail string) {
 	if !resp.Sent || resp.SentAt.IsZero() || resp.ReceivedAt.IsZero() {
 		t.Errorf("sent=%v sentAt=%v receivedAt=%v", resp.Sent, resp.SentAt, resp.ReceivedAt)
 	}
-	if len(resp.TransportDetail) > maxDetail+len("reading body: …") {
+	if len(resp.TransportDetail) > maxDetail+len(cutMark(1<<20)) {
 		t.Errorf("detail too long: %d", len(resp.TransportDetail))
 	}
 }
 
-func TestClassifyShortensDetail(t *testing.T) {
-	if s := short(strings.Repeat("é", 300)); len(s) > maxDetail+len("…") || !strings.HasSuffix(s, "…") {
-		t.Errorf("short = %q", s)
+func TestCutKeepsRunesAndMarksTheCut(t *testing.T) {
+	s := cut(strings.Repeat("é", 300), maxDetail)
+	if !strings.HasPrefix(s, strings.Repeat("é", maxDetail/2)+"…[cut: 400 bytes]") || len(s) > maxDetail+len(cutMark(400)) {
+		t.Errorf("cut = %q", s)
+	}
+	if s := cut("short", maxDetail); s != "short" {
+		t.Errorf("cut = %q", s)
 	}
 }

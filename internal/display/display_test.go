@@ -1,0 +1,48 @@
+package display
+
+import "testing"
+
+func TestText(t *testing.T) {
+	for in, want := range map[string]string{
+		"connection refused by 127.0.0.1:80":          "connection refused by 127.0.0.1:80",
+		"a\n06:49:40 alice (approver) decided extend": `a\n06:49:40 alice (approver) decided extend`,
+		"\x1b[2J":            `\x1b[2J`,
+		"tab\there":          `tab\there`,
+		"l\u2028p\u2029":     `l\u2028p\u2029`,
+		"bidi \u202egnp.exe": `bidi \u202egnp.exe`,
+		"iso \u2066x\u2069":  `iso \u2066x\u2069`,
+		"bad \xff byte":      `bad \xff byte`,
+		"café ünïcode":       "café ünïcode",
+		`say "hi" \ ok`:      `say "hi" \ ok`,
+		"cr\r":               `cr\r`,
+		"nul\x00":            `nul\x00`,
+		"del\x7f":            `del\x7f`,
+		"c1\u0085":           `c1\u0085`,
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestValueAndQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"running":          "running",
+		"in progress":      `"in progress"`,
+		"":                 `""`,
+		"x\ny":             `"x\ny"`,
+		`a"b`:              `"a\"b"`,
+		`a\nb`:             `"a\\nb"`,
+		"\u202etxt":        `"\u202etxt"`,
+		"ünïcode-state":    "ünïcode-state",
+		"run\xffning":      `"run\xffning"`,
+		"expired_2024-x.y": "expired_2024-x.y",
+	} {
+		if got := Value(in); got != want {
+			t.Errorf("Value(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got := Quote("a\n06:49:40 alice"); got != `"a\n06:49:40 alice"` {
+		t.Errorf("Quote = %s", got)
+	}
+}
