@@ -99,7 +99,7 @@ func TestJSONEscapedEchoIsRedacted(t *testing.T) {
 	if strings.Contains(body, canary) {
 		t.Fatal("test body holds the raw canary")
 	}
-	c := stateContract("api.test")
+	c := stateContract(base)
 	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": canary}).Status(context.Background(), c, base+"/j")
 	f := resp.Facts(extractor(t, c))
 	b, _ := json.Marshal(f)
@@ -130,7 +130,7 @@ func TestShortSecretKeepsListedState(t *testing.T) {
 	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"state":"expired","error":{"code":"expired","why":"lease pire"},"result":{"meta":"spired"}}`))
 	})
-	c := stateContract("api.test")
+	c := stateContract(base)
 	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": "pire"}).Status(context.Background(), c, base+"/j")
 	f := resp.Facts(extractor(t, c))
 	if f.State != "expired" || f.Problem != "" {
@@ -145,13 +145,13 @@ func TestShortSecretKeepsListedState(t *testing.T) {
 // detail to its 200 bytes first kept the secret's first 13 characters.
 func TestCutAfterRedaction(t *testing.T) {
 	secret := "sk-canary-22charsecret"
-	host := strings.Repeat("h", 170)
+	host := strings.Repeat("h", 150)
 	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "http://"+host+secret+".test/")
 		w.Header().Set("X-Request-Id", strings.Repeat("r", 250)+secret)
 		w.WriteHeader(http.StatusFound)
 	})
-	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": secret}).Status(context.Background(), testContract("api.test"), base)
+	resp := newTestProber(map[string]string{"EXPORT_API_TOKEN": secret}).Status(context.Background(), testContract(base), base)
 	for _, frag := range []string{"sk-can", "sk-canary-22"} {
 		if strings.Contains(fmt.Sprintf("%+v", resp), frag) {
 			t.Fatalf("a part of the secret leaked: %+v", resp)
@@ -189,7 +189,7 @@ func TestCaps(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"state": big, "error": map[string]any{"m": big},
 		"result": map[string]any{"url": "https://files.test/" + big, "meta": []string{big}}, "next": big})
 	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) })
-	c := stateContract("api.test")
+	c := stateContract(base)
 	c.Status.MaxBodyBytes = 8 << 20
 	c.State.Path = "join('', [state, state, state, state, state, state, state, state, state, state, state, state, state, state, state, state, state, state, state, state])"
 	c.State.UnlistedPending = true
@@ -212,7 +212,7 @@ func TestCaps(t *testing.T) {
 }
 
 func TestShortSecretWarning(t *testing.T) {
-	c := testContract("api.test")
+	c := testContract("http://api.test")
 	env := func(v string) func(string) (string, bool) { return func(string) (string, bool) { return v, true } }
 	w := ShortSecretWarning(c, env("pire"), nil)
 	if !strings.Contains(w, "env:EXPORT_API_TOKEN is shorter than 16 characters") || strings.Contains(w, "pire") {
