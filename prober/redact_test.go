@@ -145,7 +145,7 @@ func TestShortSecretKeepsListedState(t *testing.T) {
 // detail to its 200 bytes first kept the secret's first 13 characters.
 func TestCutAfterRedaction(t *testing.T) {
 	secret := "sk-canary-22charsecret"
-	host := strings.Repeat("h", 150)
+	host := strings.Repeat("h", 160)
 	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "http://"+host+secret+".test/")
 		w.Header().Set("X-Request-Id", strings.Repeat("r", 250)+secret)
