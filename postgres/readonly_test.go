@@ -71,6 +71,18 @@ func TestReadOnlyNeverCreatesOrMigrates(t *testing.T) {
 	if err := ro.OperationCreate(ctx, b, nil); err == nil {
 		t.Fatal("a read-only store accepted a write")
 	}
+	// The readiness probe writes through the same path: it passes on the
+	// store, fails on the read-only connections, and changes nothing.
+	pos, head, _ := rw.AuditHead(ctx)
+	if err := rw.ProbeWrite(ctx); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if err := ro.ProbeWrite(ctx); err == nil {
+		t.Fatal("the write probe passed on read-only connections")
+	}
+	if p, h, _ := rw.AuditHead(ctx); p != pos || h != head {
+		t.Fatal("the probe changed the audit chain")
+	}
 
 	// A schema behind this pollwarden's is refused, not migrated.
 	if _, err := conn.Exec(ctx, "DELETE FROM "+schema+".pollwarden_migrations WHERE version = (SELECT max(version) FROM "+schema+".pollwarden_migrations)"); err != nil {
