@@ -14,6 +14,7 @@ import (
 type daemonRig struct {
 	dir, cdir, store string
 	srv              *fp.Server
+	args             []string
 	p                *proc
 	base             string
 }
@@ -36,10 +37,18 @@ func startDaemon(t *testing.T, extra ...string) *daemonRig {
 		t.Fatal(err)
 	}
 	r.store = filepath.Join(r.dir, "pw.db")
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--store", r.store,
+	r.args = append([]string{"serve", "--listen", "127.0.0.1:0", "--store", r.store,
 		"--contracts", r.cdir, "--tokens", filepath.Join(r.dir, "tokens.yaml")}, extra...)
-	r.p = start(t, args...)
-	t.Cleanup(func() { _ = r.p.cmd.Process.Kill(); _ = r.p.cmd.Wait() })
-	r.base = listenAddr(t, r.p)
+	r.restart(t)
 	return r
+}
+
+// restart starts serve again with the same flags (after the last one
+// stopped), on a new port.
+func (r *daemonRig) restart(t *testing.T) {
+	t.Helper()
+	p := start(t, r.args...)
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	r.p = p
+	r.base = listenAddr(t, p)
 }
