@@ -26,7 +26,8 @@ const closedWithin = 25 * time.Second
 // unauthenticated connections announce a 100000-byte body and never send
 // it, 20 more send their headers one byte at a time and never finish.
 // With --read-timeout 1s the daemon closes every one of them, and an
-// agent's request made while all 40 are open is answered.
+// agent's request made while all 40 are open is answered. Headers over
+// 64 KiB are refused.
 func TestServeDropsSlowClients(t *testing.T) {
 	r := startDaemon(t, "--read-timeout", "1s")
 	addr := strings.TrimPrefix(r.base, "http://")
@@ -79,6 +80,19 @@ func TestServeDropsSlowClients(t *testing.T) {
 	wg.Wait()
 	// And after the attack too.
 	call(t, r.base, "agent-token", "GET", "/v1/operations", "", 200)
+
+	// Headers beyond 64 KiB are refused, not read on.
+	req, _ := http.NewRequest("GET", r.base+"/v1/operations", nil)
+	req.Header.Set("Authorization", "Bearer agent-token")
+	req.Header.Set("X-Padding", strings.Repeat("p", 100<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB of headers: %d, want 431", resp.StatusCode)
+	}
 }
 
 // waitClosed reads (and discards any answer) until the server closes c;
