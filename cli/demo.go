@@ -121,7 +121,7 @@ func (env Env) demo(ctx context.Context, o demoOptions) (*audit.Verifier, error)
 	if err != nil {
 		return nil, err
 	}
-	st, err := env.openWith(ctx, filepath.Join(o.dir, "demo.db"), o.sealer)
+	st, err := env.openWith(ctx, filepath.Join(o.dir, "demo.db"), o.sealer, false)
 	if err != nil {
 		return nil, err
 	}

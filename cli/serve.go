@@ -26,7 +26,8 @@ import (
 
 type serveFlags struct {
 	listen, store, contracts, tokens, webhooks, auditKey, logLevel string
-	concurrency                                                    int
+	concurrency, maxConns                                          int
+	readTimeout                                                    time.Duration
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -49,7 +50,15 @@ events: escalated and/or final). On every escalation and every final
 outcome each receiver gets a POST signed per Standard Webhooks (webhook-id,
 webhook-timestamp, webhook-signature), sent from a durable outbox in the
 store, retried with backoff and jitter, at least once across restarts. The
-file is read at start (SIGHUP does not reload it). See docs/webhooks.md.`,
+file is read at start (SIGHUP does not reload it). See docs/webhooks.md.
+
+A client must send a request's headers and body within --read-timeout
+(default 30s) or its connection is closed; headers are capped at 64 KiB,
+an idle keep-alive connection is closed after 60 s, and at most
+--max-connections connections are served at once (more wait to be
+accepted). Long-polls and MCP streams are not cut by these bounds.
+GET /healthz answers while the process serves; GET /readyz answers 200
+only while the store accepts a write.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
 	}
@@ -62,6 +71,8 @@ file is read at start (SIGHUP does not reload it). See docs/webhooks.md.`,
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
 	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
+	fl.DurationVar(&f.readTimeout, "read-timeout", DefaultReadTimeout, "a request's headers and body must arrive within this, or the connection is closed")
+	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
 	return cmd
 }
 
@@ -73,6 +84,10 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(errors.New("--tokens is required"))
 	case f.concurrency < 1:
 		return usage(fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency))
+	case f.readTimeout <= 0:
+		return usage(fmt.Errorf("--read-timeout must be positive, got %s", f.readTimeout))
+	case f.maxConns < 1:
+		return usage(fmt.Errorf("--max-connections must be at least 1, got %d", f.maxConns))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -102,7 +117,8 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	return serve(ctx, env, ln, st, set, reloadable{tokens: tokens, tokensPath: f.tokens}, hooks, f.concurrency, log)
+	return serve(ctx, env, newLimitListener(ln, f.maxConns), st, set, reloadable{tokens: tokens, tokensPath: f.tokens},
+		hooks, f.concurrency, f.readTimeout, log)
 }
 
 // serve wires the daemon: one controller shared by the API and the
@@ -110,7 +126,7 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 // scheduler, the webhook dispatcher when hooks is set, and signals for
 // reload and shutdown.
 func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable,
-	hooks *webhook.Config, concurrency int, log *slog.Logger) error {
+	hooks *webhook.Config, concurrency int, readTimeout time.Duration, log *slog.Logger) error {
 	tokens := rl.tokens
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
@@ -139,13 +155,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	mux.Handle(pwmcp.Path, mcpHandler)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
 		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable}))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Long-polls hold an answer for up to 60 s.
-		WriteTimeout: 90 * time.Second,
-		IdleTimeout:  2 * time.Minute,
-	}
+	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.
 	srv.RegisterOnShutdown(mcpHandler.Close)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -17,8 +17,8 @@ import (
 
 // storePath resolves --store: the flag, else $POLLWARDEN_STORE, else
 // pollwarden.db under the user's state directory ($XDG_STATE_HOME, else
-// ~/.local/state/pollwarden).
-func (env Env) storePath(flag string) (string, error) {
+// ~/.local/state/pollwarden), which is created unless readOnly.
+func (env Env) storePath(flag string, readOnly bool) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
@@ -38,6 +38,9 @@ func (env Env) storePath(flag string) (string, error) {
 		dir = filepath.Join(home, ".local", "state")
 	}
 	dir = filepath.Join(dir, "pollwarden")
+	if readOnly {
+		return filepath.Join(dir, "pollwarden.db"), nil
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", usage(fmt.Errorf("create state directory for the default store: %w", err))
 	}
@@ -51,18 +54,21 @@ type store interface {
 	CheckSealing(ctx context.Context) error
 }
 
-// openStore opens the store without an audit key: records, leases and the
-// raw chain are readable, sealed payloads are not. A path that cannot hold
-// a store, or a file that is not one, is bad input (exit 2) and the file is
-// left untouched.
+// openStore opens the store for a command that only reads, without an
+// audit key: records, leases and the raw chain are readable, sealed
+// payloads are not. It never creates or migrates a store: a missing or
+// empty one is bad input (exit 2) naming the path, and the path is left
+// as it was. So is a path that cannot hold a store, or a file that is not
+// one.
 func (env Env) openStore(ctx context.Context, flag string) (store, error) {
-	return env.openWith(ctx, flag, nil)
+	return env.openWith(ctx, flag, nil, true)
 }
 
 // openWith opens a SQLite file, or PostgreSQL for a postgres:// URL (the
-// fleet store; objects in the "pollwarden" schema).
-func (env Env) openWith(ctx context.Context, flag string, sealer audit.Sealer) (store, error) {
-	path, err := env.storePath(flag)
+// fleet store; objects in the "pollwarden" schema). With readOnly the
+// store must exist already and is neither created nor migrated.
+func (env Env) openWith(ctx context.Context, flag string, sealer audit.Sealer, readOnly bool) (store, error) {
+	path, err := env.storePath(flag, readOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -71,13 +77,16 @@ func (env Env) openWith(ctx context.Context, flag string, sealer audit.Sealer) (
 		if err != nil {
 			return nil, usage(err)
 		}
-		st, err := postgres.Open(ctx, url, postgres.Options{Sealer: sealer, Schema: schema})
+		st, err := postgres.Open(ctx, url, postgres.Options{Sealer: sealer, Schema: schema, ReadOnly: readOnly})
+		if errors.Is(err, postgres.ErrNoStore) || errors.Is(err, postgres.ErrSchemaBehind) {
+			return nil, usage(err) // the URL names no store: the user's to fix
+		}
 		if err != nil {
 			return nil, err // the database is unreachable or refused: not the user's syntax
 		}
 		return st, nil
 	}
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Sealer: sealer})
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Sealer: sealer, ReadOnly: readOnly})
 	if err != nil {
 		return nil, usage(err)
 	}
@@ -126,7 +135,8 @@ func (env Env) sealKey(flag string) (*audit.SealKey, error) {
 // environment), which seals payloads on append and opens them on read.
 // With write set, a key that does not fit the store (missing for a sealed
 // store, another key, or a key for a store that keeps payloads plain) is
-// refused before anything is written: exit 2.
+// refused before anything is written: exit 2. Without it the store is
+// opened read-only, as by openStore.
 func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write bool) (store, audit.Sealer, error) {
 	var sealer audit.Sealer
 	k, err := env.sealKey(keyFlag)
@@ -136,7 +146,7 @@ func (env Env) openStoreKey(ctx context.Context, flag, keyFlag string, write boo
 	if k != nil {
 		sealer = k // not a typed nil in the interface
 	}
-	st, err := env.openWith(ctx, flag, sealer)
+	st, err := env.openWith(ctx, flag, sealer, !write)
 	if err != nil {
 		return nil, nil, err
 	}

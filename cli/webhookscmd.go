@@ -32,7 +32,7 @@ func webhooksCmd(env Env) *cobra.Command {
 			default:
 				return usage(fmt.Errorf("--status %q: want pending, delivered or dead", status))
 			}
-			ob, closeStore, err := env.openOutbox(cmd, store)
+			ob, closeStore, err := env.openOutbox(cmd, store, true)
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,7 @@ again is safe. A pending message is refused: it is going to be sent anyway.`,
 				}
 				seqs[i] = n
 			}
-			ob, closeStore, err := env.openOutbox(cmd, store)
+			ob, closeStore, err := env.openOutbox(cmd, store, false)
 			if err != nil {
 				return err
 			}
@@ -105,9 +105,10 @@ again is safe. A pending message is refused: it is going to be sent anyway.`,
 	return cmd
 }
 
-// openOutbox opens the store and its webhook outbox.
-func (env Env) openOutbox(cmd *cobra.Command, store string) (pollwarden.Outbox, func(), error) {
-	st, err := env.openStore(cmd.Context(), store)
+// openOutbox opens the store and its webhook outbox; readOnly for a
+// command that only lists (see openStore).
+func (env Env) openOutbox(cmd *cobra.Command, store string, readOnly bool) (pollwarden.Outbox, func(), error) {
+	st, err := env.openWith(cmd.Context(), store, nil, readOnly)
 	if err != nil {
 		return nil, nil, err
 	}

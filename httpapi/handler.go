@@ -57,6 +57,7 @@ type api struct {
 	changes             *Changes
 	recheck             time.Duration
 	metrics             *metrics
+	ready               *readiness
 }
 
 // access is who may call a route. Roles are ordered: an approver may do
@@ -90,6 +91,7 @@ func routes() []route {
 		{"POST", "/v1/operations/{id}/cancel", approvers, (*api).cancel},
 		{"GET", "/metrics", anyone, (*api).serveMetrics},
 		{"GET", "/healthz", anyone, (*api).healthz},
+		{"GET", "/readyz", anyone, (*api).readyz},
 		{"GET", "/v1/openapi.json", anyone, (*api).openAPI},
 	}
 }
@@ -120,6 +122,7 @@ func NewHandler(opts Options) http.Handler {
 		reg = prometheus.NewRegistry()
 	}
 	a.metrics = newMetrics(reg, a.store)
+	a.ready = newReadiness(a.store)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}

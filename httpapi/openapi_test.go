@@ -19,6 +19,7 @@ var specTable = []struct{ method, path, role string }{
 	{"POST", "/v1/operations/{id}/cancel", "approver"},
 	{"GET", "/metrics", "anyone"},
 	{"GET", "/healthz", "anyone"},
+	{"GET", "/readyz", "anyone"},
 }
 
 type openAPIOp struct {

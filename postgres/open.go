@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/storerow"
 )
 
 // DefaultSchema is where Open keeps the store's tables when Options.Schema
@@ -58,7 +59,20 @@ type Options struct {
 	// SQLite driver does. Only the conformance suite sets it (through
 	// export_test.go), to move time by hand; no program can.
 	callerClock bool
+	// ReadOnly opens an existing store for reading only, for commands that
+	// only read: the schema is neither created nor migrated, and every
+	// connection runs read-only transactions. A schema without
+	// pollwarden's tables fails with ErrNoStore, one older than this
+	// pollwarden's with ErrSchemaBehind.
+	ReadOnly bool
 }
+
+// ErrNoStore and ErrSchemaBehind are a read-only open's refusals (see
+// Options.ReadOnly); the same values as sqlite's.
+var (
+	ErrNoStore      = storerow.ErrNoStore
+	ErrSchemaBehind = storerow.ErrSchemaBehind
+)
 
 // Store implements pollwarden.Store over a PostgreSQL database.
 type Store struct {
@@ -99,12 +113,21 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// Every connection resolves unqualified names in the store's schema
 	// only (pg_catalog is always searched first for built-ins).
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	if opts.ReadOnly {
+		// A write slipped into a read-only command fails instead of
+		// changing the store.
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 	s := &Store{pool: pool, schema: schema, sealer: opts.Sealer, callerClock: opts.callerClock}
-	if err := s.migrate(ctx); err != nil {
+	prepare := s.migrate
+	if opts.ReadOnly {
+		prepare = s.checkSchema
+	}
+	if err := prepare(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open schema %s: %w", schema, err)
 	}
@@ -203,6 +226,35 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// checkSchema is migrate for a read-only open: it only reads, and accepts
+// only a schema holding this pollwarden's store.
+func (s *Store) checkSchema(ctx context.Context) error {
+	var tables int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables
+		WHERE table_schema = $1 AND table_name = 'pollwarden_migrations'`, s.schema).Scan(&tables)
+	if err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	if tables == 0 {
+		return fmt.Errorf("%w: the schema has no pollwarden tables (a command that only reads never creates them)", ErrNoStore)
+	}
+	all, err := migrations()
+	if err != nil {
+		return err
+	}
+	var applied int
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	switch {
+	case applied < len(all):
+		return fmt.Errorf("%w: version %d, this pollwarden's is %d; a command that only reads never migrates, so run one that writes (wait, serve) once", ErrSchemaBehind, applied, len(all))
+	case applied > len(all):
+		return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
+	}
+	return nil
 }
 
 // errNoRows reports pgx's "no rows" in a form callers of this package test.

@@ -160,8 +160,9 @@ func (l *loop) fetch(ctx context.Context, now time.Time) {
 // walk starts the candidates it may, in due order, and keeps the rest for
 // the next walk. It stops at the first one that waits for a free slot or
 // for catch-up pacing (everything behind it waits too: the order is the
-// due order), and passes over those whose contract is missing or whose
-// provider ceiling is reached (others may go meanwhile).
+// due order), escalates those whose contract is missing (see
+// controller.StepWithoutContract), and passes over those whose provider
+// ceiling is reached (others may go meanwhile).
 func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 	s := l.s
 	// next is when to look again if the walk runs to the end: when the
@@ -197,8 +198,19 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 		}
 		ex, ok := s.contracts.Get(op.Contract)
 		if !ok {
+			// Escalated naming the contract rather than left waiting for
+			// ever. Nothing is sent, so neither a ceiling nor pacing
+			// applies; the store write takes a slot like a step.
+			if !s.slotFree() || !s.started(op.ID) {
+				stop = i
+				break
+			}
 			l.noContract(op)
-			l.passed[op.ID] = struct{}{}
+			l.steps.Add(1)
+			go func() {
+				defer l.steps.Done()
+				s.stepWithoutContract(ctx, op)
+			}()
 			continue
 		}
 		if l.missing[op.ID] {
@@ -296,7 +308,7 @@ func (l *loop) noContract(op *pollwarden.Operation) {
 		return
 	}
 	l.missing[op.ID] = true
-	l.s.log.Warn("contract not in the current set; operation skipped until it is back",
+	l.s.log.Warn("contract not in the current set; escalating the operation, which is due",
 		"operation", op.ID, "contract", op.Contract)
 }
 

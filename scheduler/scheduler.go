@@ -337,6 +337,22 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwa
 			"sent", res.Sent, "status_requests_used", res.Op.StatusRequestsUsed, "next", res.Until,
 			"took", now.Sub(start).Round(time.Millisecond))
 	}
+	s.stepEnded(ctx, op, res, err, now)
+}
+
+// stepWithoutContract escalates a due operation whose contract is not in
+// the current set (controller.StepWithoutContract); nothing is sent.
+func (s *Scheduler) stepWithoutContract(ctx context.Context, op *pollwarden.Operation) {
+	res, err := s.ctl.StepWithoutContract(ctx, op)
+	if err == nil && res.Op != nil && res.Op.Phase == pollwarden.PhaseEscalated {
+		s.log.Warn("operation escalated: its contract is not in the current set", "operation", op.ID,
+			"contract", op.Contract, "reason", res.Op.Reason)
+	}
+	s.stepEnded(ctx, op, res, err, s.clock.Now())
+}
+
+// stepEnded records what a step asks for next and frees its slot.
+func (s *Scheduler) stepEnded(ctx context.Context, op *pollwarden.Operation, res controller.StepResult, err error, now time.Time) {
 	var h *hold
 	switch {
 	case err != nil:

@@ -12,6 +12,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/pollwarden/pollwarden/sqlite"
 )
@@ -272,10 +273,12 @@ func TestTwoSchedulersShareOperations(t *testing.T) {
 	}
 }
 
-// TestMissingContractSkipped: an operation whose contract left the set is
-// skipped and logged once, never escalated, and does not hold back the
-// others; when the contract comes back, it runs to its end.
-func TestMissingContractSkipped(t *testing.T) {
+// TestMissingContractEscalates: a due operation whose contract left the
+// set is escalated integration_failure naming the contract (or
+// deadline_exceeded once past its deadline), logged once, with nothing
+// sent, and does not hold back the others; when the contract is back an
+// approver's extension runs it to its end.
+func TestMissingContractEscalates(t *testing.T) {
 	r := newRig(t)
 	kept := r.contract("kept", "")
 	gone := r.compile("gone", "")
@@ -284,6 +287,13 @@ func TestMissingContractSkipped(t *testing.T) {
 		job := fmt.Sprintf("gone-%02d", i)
 		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
 		r.submit(ctl, gone, "op-"+job, job)
+		if i%5 == 0 { // past its deadline by the time it is looked at
+			op := r.get("op-" + job)
+			op.DeadlineAt = r.clock.Now().Add(-time.Second)
+			if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	for i := range 20 {
 		job := fmt.Sprintf("kept-%02d", i)
@@ -295,29 +305,44 @@ func TestMissingContractSkipped(t *testing.T) {
 	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock,
 		Batch: 8, Poll: 50 * time.Millisecond, Logger: logs.logger()})
 	run := start(sched)
-	waitFor(t, "the operations with a contract end", 30*time.Second, func() bool { return r.waiting() == 20 })
+	waitFor(t, "every operation to end", 30*time.Second, func() bool { return r.waiting() == 0 })
 	time.Sleep(200 * time.Millisecond) // several more looks
 	for i := range 20 {
 		job := fmt.Sprintf("gone-%02d", i)
-		if op := r.get("op-" + job); op.Phase != pollwarden.PhaseWaiting || op.StatusRequestsUsed != 0 || r.srv.Count(job) != 0 {
-			t.Errorf("%s without its contract: %s/%s, %d used, %d sent", job, op.Phase, op.Reason, op.StatusRequestsUsed, r.srv.Count(job))
+		want := pollwarden.ReasonIntegrationFailure
+		if i%5 == 0 {
+			want = pollwarden.ReasonDeadlineExceeded
 		}
-		if n := strings.Count(logs.String(), `operation=op-`+job+` contract=gone`); n != 1 {
+		op := r.get("op-" + job)
+		if op.Phase != pollwarden.PhaseEscalated || op.Reason != want || op.StatusRequestsUsed != 0 || r.srv.Count(job) != 0 {
+			t.Errorf("%s without its contract: %s/%s, %d used, %d sent; want escalated/%s, nothing sent",
+				job, op.Phase, op.Reason, op.StatusRequestsUsed, r.srv.Count(job), want)
+		}
+		if op.Escalation == nil || !strings.Contains(op.Escalation.Message, `contract "gone" is not in the daemon's contract set`) {
+			t.Errorf("%s: the escalation does not name the missing contract: %+v", job, op.Escalation)
+		}
+		if n := strings.Count(logs.String(), `msg="contract not in the current set; escalating the operation, which is due" operation=op-`+job+` contract=gone`); n != 1 {
 			t.Errorf("%s: logged %d times, want once", job, n)
 		}
 	}
-	r.set.Put(gone) // a reload brings it back
+	for i := range 20 {
+		job := fmt.Sprintf("kept-%02d", i)
+		if op := r.checkBooks("op-"+job, job); op.Phase != pollwarden.PhaseSucceeded {
+			t.Errorf("%s: %s/%s", job, op.Phase, op.Reason)
+		}
+	}
+
+	r.set.Put(gone) // a reload brings it back; an approver extends
+	approver := pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}
+	if _, err := ctl.Decide(context.Background(), gone, "op-gone-01", policy.DecisionParams{Option: pollwarden.OptionExtend, Actor: approver}); err != nil {
+		t.Fatal(err)
+	}
 	sched.Wake()
-	waitFor(t, "the skipped operations end after the reload", 30*time.Second, func() bool { return r.waiting() == 0 })
+	waitFor(t, "the extended operation to end", 30*time.Second, func() bool { return r.get("op-gone-01").Phase.Terminal() })
 	run.stop(t)
 	noSchedulerGoroutines(t)
-	for i := range 20 {
-		for _, kind := range []string{"gone", "kept"} {
-			job := fmt.Sprintf("%s-%02d", kind, i)
-			if op := r.checkBooks("op-"+job, job); op.Phase != pollwarden.PhaseSucceeded {
-				t.Errorf("%s: %s/%s", job, op.Phase, op.Reason)
-			}
-		}
+	if op := r.checkBooks("op-gone-01", "gone-01"); op.Phase != pollwarden.PhaseSucceeded {
+		t.Errorf("op-gone-01 after the extension: %s/%s", op.Phase, op.Reason)
 	}
 }
 

@@ -120,6 +120,36 @@ func (s *Store) init(ctx context.Context) error {
 	return s.migrate(ctx)
 }
 
+// checkSchema is init for a read-only open: it only reads, and accepts
+// only a pollwarden store whose schema is this pollwarden's.
+func (s *Store) checkSchema(ctx context.Context) error {
+	id, err := readIdentity(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	if err := id.check(); err != nil {
+		return err
+	}
+	if id.appID != ApplicationID {
+		return fmt.Errorf("%w: the SQLite database holds no pollwarden schema (a command that only reads never creates one)", ErrNoStore)
+	}
+	all, err := migrations()
+	if err != nil {
+		return err
+	}
+	var applied int
+	if err := s.db.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	switch {
+	case applied < len(all):
+		return fmt.Errorf("%w: version %d, this pollwarden's is %d; a command that only reads never migrates, so run one that writes (wait, serve) once", ErrSchemaBehind, applied, len(all))
+	case applied > len(all):
+		return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
+	}
+	return nil
+}
+
 // migrate applies the missing migrations in one IMMEDIATE transaction, so
 // two processes creating the same new file at once apply each step once:
 // the second waits for the lock, then finds nothing left to do.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/storerow"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -41,6 +42,12 @@ var (
 	// ErrUnusable: the location cannot hold a store (missing or read-only
 	// directory, a directory or unwritable file at the path).
 	ErrUnusable = errors.New("cannot keep a store here")
+	// ErrNoStore: a read-only open found no store (see Options.ReadOnly).
+	// The same value as postgres.ErrNoStore.
+	ErrNoStore = storerow.ErrNoStore
+	// ErrSchemaBehind: a read-only open found an older schema, which only
+	// a read-write open migrates.
+	ErrSchemaBehind = storerow.ErrSchemaBehind
 )
 
 // DefaultBusyTimeout is how long SQLite itself waits for another
@@ -59,6 +66,12 @@ type Options struct {
 	// BusyTimeout bounds each wait for another process's write lock
 	// (default DefaultBusyTimeout, at least 1 ms).
 	BusyTimeout time.Duration
+	// ReadOnly opens an existing store for reading only, for commands that
+	// only read: the file is opened read-only, never created, switched to
+	// WAL or migrated. A missing or empty file, or a SQLite database
+	// without pollwarden's schema, fails with ErrNoStore; a schema older
+	// than this pollwarden's with ErrSchemaBehind. Writes fail.
+	ReadOnly bool
 	// Sealer, when set, seals (encrypts) event payloads before they are
 	// appended and opens them in EventList. Records are never sealed. The
 	// first append fixes a store as plain or sealed with one key; appends
@@ -118,6 +131,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
 
+	if opts.ReadOnly {
+		if err := checkExists(abs); err != nil {
+			return nil, err
+		}
+	}
 	// Opens and closes are serialised process-wide: see openFile.
 	files.Lock()
 	defer files.Unlock()
@@ -129,13 +147,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	db, err := sql.Open("sqlite", dsn(abs, syncMode, max(busy.Milliseconds(), 1)))
+	db, err := sql.Open("sqlite", dsn(abs, syncMode, max(busy.Milliseconds(), 1), opts.ReadOnly))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 	db.SetMaxIdleConns(4)
 	s := &Store{db: db, path: abs, sealer: opts.Sealer, wslot: make(chan struct{}, 1)}
-	err = s.init(ctx)
+	if opts.ReadOnly {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.init(ctx)
+	}
 	if err == nil {
 		err = s.prepareStatements(ctx)
 	}
@@ -177,10 +199,11 @@ func (s *Store) Close() error {
 
 // dsn builds a URI whose parameters every pooled connection applies: the
 // busy timeout, foreign keys, the synchronous level, and BEGIN IMMEDIATE
-// for every read-write transaction. journal_mode is deliberately absent: it
-// is persistent and rewrites the file, so init sets it only after the file
-// is known to be ours.
-func dsn(abs, syncMode string, busyMS int64) string {
+// for every read-write transaction; a read-only store's connections open
+// the file read-only (mode=ro) and never create it. journal_mode is
+// deliberately absent: it is persistent and rewrites the file, so init
+// sets it only after the file is known to be ours.
+func dsn(abs, syncMode string, busyMS int64, readOnly bool) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // Windows drive letter
@@ -190,8 +213,28 @@ func dsn(abs, syncMode string, busyMS int64) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
-	q.Set("_txlock", "immediate")
+	if readOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
 	return u.String() + "?" + q.Encode()
+}
+
+// checkExists refuses, for a read-only open, a path where no store can
+// be: nothing there, or an empty file (which a read-write open would turn
+// into a new store).
+func checkExists(abs string) error {
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("sqlite: open %q: %w: the file does not exist (a command that only reads never creates a store)", abs, ErrNoStore)
+	case err != nil:
+		return fmt.Errorf("sqlite: open %q: %w: %w", abs, ErrUnusable, err)
+	case st.Mode().IsRegular() && st.Size() == 0:
+		return fmt.Errorf("sqlite: open %q: %w: the file is empty (a command that only reads never creates a store)", abs, ErrNoStore)
+	}
+	return nil
 }
 
 // checkPath refuses locations SQLite could not use safely and files that are

@@ -1,0 +1,27 @@
+package controller
+
+import (
+	"context"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// StepWithoutContract is the step of a waiting operation whose contract
+// is no longer loaded: once it is due (or past its deadline) it is
+// escalated naming the missing contract (policy.EscalateWithoutContract),
+// without a lease and without sending anything, instead of staying
+// waiting for ever. op may be a stale copy: the save checks its version,
+// and a record moved on meanwhile is looked at again later.
+func (c *Controller) StepWithoutContract(ctx context.Context, op *pollwarden.Operation) (StepResult, error) {
+	now := c.clock.Now()
+	if op.Phase != pollwarden.PhaseWaiting {
+		return StepResult{Op: op}, nil
+	}
+	if now.Before(op.NextPollAt) && now.Before(op.DeadlineAt) {
+		return StepResult{Op: op, Until: op.NextPollAt}, nil
+	}
+	next := op.Clone()
+	events := policy.EscalateWithoutContract(next, now)
+	return c.saveUnleased(ctx, policy.GateResult{Verdict: policy.Stop, Op: next, Events: events}, now)
+}

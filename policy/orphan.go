@@ -1,0 +1,48 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// EscalateWithoutContract escalates op, due while its contract is no
+// longer loaded (removed or renamed on a reload), so that it cannot wait
+// for ever: deadline_exceeded when the deadline has passed (what the
+// contract's checks would have said first), else integration_failure.
+// Either way the detail names the missing contract and nothing was sent.
+// The options cannot state an extension's cost without the contract:
+// extend is offered for when the contract is loaded again (a decision
+// needs it anyway, and it then sets the new limits), abandon always.
+func EscalateWithoutContract(op *pollwarden.Operation, now time.Time) []pollwarden.Event {
+	r := pollwarden.ReasonIntegrationFailure
+	detail := fmt.Sprintf("contract %q is not in the daemon's contract set (removed or renamed on reload); nothing was sent", op.Contract)
+	if !now.Before(op.DeadlineAt) {
+		r = pollwarden.ReasonDeadlineExceeded
+		detail = fmt.Sprintf("the deadline arrived before the next status request, and contract %q is not in the daemon's contract set (removed or renamed on reload); nothing was sent", op.Contract)
+	}
+	op.Phase = pollwarden.PhaseEscalated
+	op.Reason = r
+	t := now
+	op.FinishedAt = &t
+	opts := []pollwarden.Option{{
+		ID: pollwarden.OptionExtend,
+		Label: fmt.Sprintf("Load contract %q again, then extend waiting once by its extension (it sets the new deadline and budget)",
+			op.Contract),
+		GrantsAuthority: true,
+	}, {
+		ID:    pollwarden.OptionAbandon,
+		Label: "Stop waiting and close the operation as failed; nothing more is sent",
+	}}
+	op.Escalation = &pollwarden.Escalation{Reason: r, Message: message(op, r, detail, opts, now), Options: opts, At: now}
+	return []pollwarden.Event{newEvent(op, now, pollwarden.EventEscalated, pollwarden.EventData{
+		State:        op.LastState,
+		Reason:       r,
+		Detail:       detail,
+		RequestsUsed: op.StatusRequestsUsed,
+		MaxRequests:  op.MaxStatusRequests,
+		Elapsed:      elapsed(op, now),
+		Options:      opts,
+	})}
+}
