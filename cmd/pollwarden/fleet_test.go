@@ -236,7 +236,9 @@ limits: {deadline: 60s, max_status_requests: 8, max_transport_failures: 3, max_r
 
 	// Replica 0 dies twice: once while operations are being registered,
 	// once after, while they are being polled.
-	waitFor(t, "a third of the operations to be registered", func() bool { return registered.Load() >= int64(n/3) })
+	// Registration runs at tens per second under -race on two shared
+	// cores, so the wait is generous: it bounds a hang, not a speed.
+	waitForWithin(t, 3*time.Minute, "a third of the operations to be registered", func() bool { return registered.Load() >= int64(n/3) })
 	f.kill9(0)
 	wg.Wait()
 	registeredIn := time.Since(began)
