@@ -47,7 +47,7 @@ func NewHTTPHandler(srv *sdk.Server, tokens *httpapi.Tokens, log *slog.Logger) *
 		}
 		return &auth.TokenInfo{UserID: who.Name}, nil
 	}
-	h.next = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	h.next = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(taskBodies(streamable))
 	return h
 }
 
