@@ -68,6 +68,15 @@ type taskParams struct {
 	TaskID string `json:"taskId"`
 }
 
+// id is the task id of p, which the SDK leaves nil when params are
+// omitted.
+func (p *taskParams) id() string {
+	if p == nil {
+		return ""
+	}
+	return p.TaskID
+}
+
 type listTasksParams struct {
 	sdk.ParamsBase
 	Cursor string `json:"cursor,omitempty"`
@@ -278,6 +287,10 @@ func (s *server) callAsTask(ctx context.Context, req *sdk.CallToolRequest, call 
 		}
 		ctr, _ := res.(*sdk.CallToolResult)
 		if ctr == nil || ctr.IsError {
+			if shape == extTask && ctr != nil {
+				r, err := extResult(ctr)
+				return r, err, true
+			}
 			if shape == extTask {
 				return res, nil, true
 			}
@@ -294,7 +307,8 @@ func (s *server) callAsTask(ctx context.Context, req *sdk.CallToolRequest, call 
 	op, err := s.get(ctx, id)
 	if err != nil {
 		if shape == extTask {
-			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}, nil, true
+			r, err := extResult(&sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}})
+			return r, err, true
 		}
 		return nil, rpcError(mcptask.CodeInvalidParams, "%v", err), true
 	}
@@ -303,11 +317,24 @@ func (s *server) callAsTask(ctx context.Context, req *sdk.CallToolRequest, call 
 		// The server decides: an operation that no longer waits is answered
 		// at once, as the tool would.
 		if taskStatus(op) != mcptask.Working {
-			return s.toolResult(op), nil, true
+			r, err := extResult(s.toolResult(op))
+			return r, err, true
 		}
 		return &wire{v: mcptask.CreateTaskResultV2{ResultType: mcptask.ResultTypeTask, TaskV2: taskV2(op, now)}}, nil, true
 	}
 	return &wire{v: mcptask.CreateTaskResult{Task: coreTaskOf(op, now)}}, nil, true
+}
+
+// extResult is r as a 2026-07-28 CallToolResult, which names its
+// resultType ("complete"): the SDK v1.8.0 leaves it out, and the
+// extension's clients refuse a result without it.
+func extResult(r *sdk.CallToolResult) (*wire, error) {
+	m, err := toMap(r)
+	if err != nil {
+		return nil, err
+	}
+	m["resultType"] = json.RawMessage(`"` + mcptask.ResultTypeComplete + `"`)
+	return &wire{v: m}, nil
 }
 
 func toolText(r *sdk.CallToolResult) string {
@@ -458,7 +485,7 @@ func (s *server) task(ctx context.Context, id string) (*pollwarden.Operation, er
 // tasksGet answers tasks/get from the record alone: it never sends a
 // provider request, however often a host asks.
 func (s *server) tasksGet(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*wire, error) {
-	op, err := s.task(ctx, p.TaskID)
+	op, err := s.task(ctx, p.id())
 	if err != nil {
 		return nil, err
 	}
@@ -468,11 +495,13 @@ func (s *server) tasksGet(ctx context.Context, ss *sdk.ServerSession, p *taskPar
 	}
 	d := mcptask.DetailedTaskV2{ResultType: mcptask.ResultTypeComplete, TaskV2: taskV2(op, now)}
 	if d.Status == mcptask.Completed {
-		b, err := json.Marshal(s.toolResult(op))
+		r, err := extResult(s.toolResult(op))
 		if err != nil {
 			return nil, internal(err)
 		}
-		d.Result = b
+		if d.Result, err = json.Marshal(r); err != nil {
+			return nil, internal(err)
+		}
 	}
 	return &wire{v: d}, nil
 }
@@ -482,7 +511,7 @@ func (s *server) tasksGet(ctx context.Context, ss *sdk.ServerSession, p *taskPar
 // queues no request for the client, and the answer says a person must
 // decide.
 func (s *server) tasksResult(ctx context.Context, _ *sdk.ServerSession, p *taskParams) (*wire, error) {
-	op, err := s.task(ctx, p.TaskID)
+	op, err := s.task(ctx, p.id())
 	if err != nil {
 		return nil, err
 	}
@@ -502,7 +531,7 @@ func (s *server) tasksResult(ctx context.Context, _ *sdk.ServerSession, p *taskP
 
 // tasksList (2025-11-25) lists the newest operations as tasks.
 func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (*wire, error) {
-	if p.Cursor != "" {
+	if p != nil && p.Cursor != "" {
 		return nil, rpcError(mcptask.CodeInvalidParams, "invalid cursor: tasks/list answers in one page")
 	}
 	list, err := s.o.Store.OperationList(ctx, pollwarden.ListParams{Limit: 100})
@@ -521,7 +550,7 @@ func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTas
 // the agent's decision. It narrows the agent's own authority and never
 // cancels the job at the provider.
 func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*wire, error) {
-	op, err := s.task(ctx, p.TaskID)
+	op, err := s.task(ctx, p.id())
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +592,11 @@ func (s *server) abandonWait(ctx context.Context, op *pollwarden.Operation) (*po
 // tasksUpdate (extension) is refused: pollwarden asks nothing of the
 // agent, and a decision is a person's, through an approver's door.
 func (s *server) tasksUpdate(ctx context.Context, _ *sdk.ServerSession, p *updateTaskParams) (*wire, error) {
-	op, err := s.task(ctx, p.TaskID)
+	id := ""
+	if p != nil {
+		id = p.TaskID
+	}
+	op, err := s.task(ctx, id)
 	if err != nil {
 		return nil, err
 	}
