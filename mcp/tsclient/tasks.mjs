@@ -7,7 +7,8 @@
 // over HTTP, the new URL). The last line is {"ok": true, ..., "checks": [...]}.
 //
 // Environment: as e2e.mjs (PW_TRANSPORT, PW_BIN, PW_ARGS, PW_SERVER_ENV,
-// PW_URL, PW_TOKEN, PW_CONTRACT, PW_CANARY, PW_LOG).
+// PW_URL, PW_TOKEN, PW_CONTRACT, PW_CANARY, PW_LOG); PW_TRANSCRIPT, when set,
+// is a file to which every message sent and received is appended.
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -39,10 +40,18 @@ function ask(step, extra = {}) {
   return new Promise((resolve) => (pending.length ? resolve(pending.shift()) : waiters.push(resolve)));
 }
 
+// transcript appends one message, with its direction, to PW_TRANSCRIPT.
+function transcript(dir, m) {
+  if (env.PW_TRANSCRIPT) appendFileSync(env.PW_TRANSCRIPT, JSON.stringify({ dir, m }) + "\n");
+}
+
 function recording(inner) {
   const t = {
     start: () => inner.start(),
-    send: (m, o) => inner.send(m, o),
+    send: (m, o) => {
+      transcript("client", m);
+      return inner.send(m, o);
+    },
     close: () => inner.close(),
     setProtocolVersion: (v) => inner.setProtocolVersion?.(v),
     get sessionId() {
@@ -53,6 +62,7 @@ function recording(inner) {
     const s = JSON.stringify(m);
     received.push(s);
     if (env.PW_LOG) appendFileSync(env.PW_LOG, s + "\n");
+    transcript("server", m);
     t.onmessage?.(m, extra);
   };
   inner.onerror = (e) => t.onerror?.(e);

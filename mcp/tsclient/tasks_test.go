@@ -2,8 +2,10 @@ package tsclient_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -32,9 +34,13 @@ func TestTypeScriptTaskClients(t *testing.T) {
 	bin := buildPollwarden(t)
 	t.Run("stdio", func(t *testing.T) {
 		r := newRig(t, bin)
-		out := r.runTasks(func() string { return "ok" }, "PW_TRANSPORT=stdio", "PW_BIN="+r.bin,
+		raw := filepath.Join(r.dir, "transcript.jsonl")
+		out := r.runTasks(func() string { return "ok" }, "PW_TRANSPORT=stdio", "PW_BIN="+r.bin, "PW_TRANSCRIPT="+raw,
 			"PW_ARGS="+jsonString(r.mcpArgs()), "PW_SERVER_ENV="+jsonString(map[string]string{"MCP_TEST_TOKEN": canary}))
 		r.noCanary(out)
+		if dst := os.Getenv("POLLWARDEN_TASKS_TRANSCRIPT"); dst != "" {
+			writeTranscript(t, raw, dst)
+		}
 	})
 	t.Run("http", func(t *testing.T) {
 		r := newRig(t, bin)
@@ -162,4 +168,48 @@ func (r *rig) runTasks(restart func() string, env ...string) string {
 		t.Fatal("tasks.mjs logged no message received")
 	}
 	return printed.String() + stderr.String() + string(received)
+}
+
+// writeTranscript renders the messages tasks.mjs exchanged over stdio as
+// the Markdown page docs/mcp-tasks-transcript.md (regenerated with
+// POLLWARDEN_TASKS_TRANSCRIPT=$PWD/docs/mcp-tasks-transcript.md); long
+// messages are cut.
+func writeTranscript(t *testing.T, raw, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page strings.Builder
+	page.WriteString("# MCP tasks: a transcript from the TypeScript clients\n\n" +
+		"Every message between `pollwarden mcp` (stdio) and the clients of `mcp/tsclient/tasks.mjs`: the TypeScript SDK 1.32.2 " +
+		"(`client.experimental.tasks`, MCP 2025-11-25 tasks), then `@modelcontextprotocol/ext-tasks` 0.2.2 (the " +
+		"`io.modelcontextprotocol/tasks` extension, 2026-07-28 request framing). The server is restarted once, while the task " +
+		"`ts-task-restart` is outstanding (the second `initialize`). Captured by `TestTypeScriptTaskClients/stdio` with " +
+		"`POLLWARDEN_TASKS_TRANSCRIPT` set; messages longer than 1500 characters are cut.\n")
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e struct {
+			Dir string          `json:"dir"`
+			M   json.RawMessage `json:"m"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, e.M, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		text := pretty.String()
+		if r := []rune(text); len(r) > 1500 {
+			text = string(r[:1500]) + fmt.Sprintf("\n… (%d more characters)", len(r)-1500)
+		}
+		arrow := "client → server"
+		if e.Dir == "server" {
+			arrow = "server → client"
+		}
+		fmt.Fprintf(&page, "\n%s\n\n```text\n%s\n```\n", arrow, text)
+	}
+	if err := os.WriteFile(dst, []byte(page.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
