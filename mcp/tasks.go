@@ -136,6 +136,17 @@ func extDeclared(meta map[string]any, ss *sdk.ServerSession) bool {
 	return false
 }
 
+// initDeclaresExt reports whether an initialize request declares the
+// tasks extension in its capabilities.
+func initDeclaresExt(req sdk.Request) bool {
+	ir, ok := req.(*sdk.ServerRequest[*sdk.InitializeParams])
+	if !ok || ir.Params == nil || ir.Params.Capabilities == nil {
+		return false
+	}
+	_, ok = ir.Params.Capabilities.Extensions[mcptask.ExtensionID]
+	return ok
+}
+
 func sessionOf(req sdk.Request) *sdk.ServerSession {
 	ss, _ := req.GetSession().(*sdk.ServerSession)
 	return ss
@@ -167,7 +178,7 @@ func (s *server) taskMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err != nil {
 				return res, err
 			}
-			return advertiseTasks(res)
+			return advertiseTasks(res, initDeclaresExt(req))
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if err != nil || protocolVersion(sessionOf(req)) != coreTasksVersion {
@@ -187,8 +198,9 @@ func (s *server) taskMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 
 // advertiseTasks adds the task capabilities to an initialize or discover
 // answer: the 2025-11-25 "tasks" for that version, the extension for
-// 2026-07-28 and later; older versions are left unchanged.
-func advertiseTasks(res sdk.Result) (sdk.Result, error) {
+// 2026-07-28 and later or for a client that declared it (answered in its
+// own terms); older versions are left unchanged.
+func advertiseTasks(res sdk.Result, declared bool) (sdk.Result, error) {
 	ir, ok := res.(*sdk.InitializeResult)
 	if !ok || ir.Capabilities == nil {
 		if dr, ok := res.(*sdk.DiscoverResult); ok && dr.Capabilities != nil {
@@ -196,11 +208,10 @@ func advertiseTasks(res sdk.Result) (sdk.Result, error) {
 		}
 		return res, nil
 	}
-	switch {
-	case ir.ProtocolVersion > coreTasksVersion:
+	if ir.ProtocolVersion > coreTasksVersion || declared {
 		ir.Capabilities.AddExtension(mcptask.ExtensionID, nil)
-		return ir, nil
-	case ir.ProtocolVersion != coreTasksVersion:
+	}
+	if ir.ProtocolVersion != coreTasksVersion {
 		return ir, nil
 	}
 	m, err := toMap(ir)

@@ -269,6 +269,21 @@ func extMeta() map[string]any {
 func TestTasksExtensionShape(t *testing.T) {
 	r, prov := startTaskServer(t)
 	prov.Script("ext", fp.State("running", nil))
+	// A 2025-11-25 client that declares the extension is answered in its
+	// terms too; one that does not sees no extension.
+	for _, declared := range []bool{false, true} {
+		caps := map[string]any{}
+		if declared {
+			caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+		}
+		s, _ := startTaskServer(t)
+		init := s.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps,
+			"clientInfo": map[string]any{"name": "tasks-test", "version": "0"}})
+		validate(t, specSchema(t, "2025-11-25", "InitializeResult"), "initialize result", init)
+		if got := strings.Contains(string(init), `"extensions":{"io.modelcontextprotocol/tasks":{}}`); got != declared {
+			t.Errorf("client declares the extension: %v; server advertises it: %v: %s", declared, got, init)
+		}
+	}
 	created := r.call("tools/call", map[string]any{"_meta": extMeta(), "name": "watch_job",
 		"arguments": map[string]any{"contract": "task-quick", "job_id": "ext", "operation_id": "op-ext"}})
 	ct := decode[wireTask](t, created)

@@ -207,6 +207,8 @@ function extPort(client) {
 
 async function extension() {
   const client = await connect({ extensions: { "io.modelcontextprotocol/tasks": {} } });
+  const caps = client.getServerCapabilities();
+  check("ext advertised", JSON.stringify(caps?.extensions?.["io.modelcontextprotocol/tasks"]) === "{}", JSON.stringify(caps));
   const session = withTasks(extPort(client));
   const execution = await session.callTool("watch_job", { contract, job_id: "ext-ok", operation_id: "ts-ext-ok" });
   const first = execution.handle ?? {};

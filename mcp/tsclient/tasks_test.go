@@ -89,7 +89,7 @@ func wantTaskChecks() []string {
 	return []string{"core initialize", "core taskSupport", "core task created", "core working message", "core completed",
 		"core input_required", "core result at input_required", "core tasks/cancel", "core tasks/list",
 		"core task before restart", "core tasks/get after restart", "core completed after restart",
-		"ext task created", "ext completed", "ext immediate", "canary"}
+		"ext advertised", "ext task created", "ext completed", "ext immediate", "canary"}
 }
 
 // runTasks runs tasks.mjs and plays the provider and the operator: on
