@@ -86,7 +86,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 	go func() { schedDone <- sched.Run(schedCtx) }()
 	log.Info("mcp serving on stdio", "contracts", set.Names())
 
-	t := &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+	t := pwmcp.TaskTransport(&sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
 	err := srv.Run(ctx, t)
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		err = nil // the host closed stdin or a signal asked us to stop

@@ -51,7 +51,7 @@ func NewHTTPHandler(srv *sdk.Server, tokens *httpapi.Tokens, log *slog.Logger) *
 		return &auth.TokenInfo{UserID: who.Name, Extra: map[string]any{callerInfoKey: who}}, nil
 	}
 	srv.AddReceivingMiddleware(withCaller)
-	h.next = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	h.next = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(taskBodies(streamable))
 	return h
 }
 

@@ -73,7 +73,8 @@ const (
 const instructions = `pollwarden waits on external asynchronous jobs for you, under a contract that bounds time and status requests.
 Flow: call watch_job ONCE per job (calling it again with the same arguments resumes the same operation), then call wait_job with the operation_id until phase is no longer "waiting". Do not poll get_job in a loop: wait_job holds server-side for up to 50 s and costs no provider request.
 phase "succeeded" carries the validated result; "failed" carries the provider's error; "escalated" means a person must decide (see escalation.options) - tell the user, you cannot decide it. No tool can raise a limit, cancel or resubmit a job; request_extension only records a request for an approver.
-Each operation is also the resource pollwarden://operations/{operation_id} (its outcome JSON); subscribing to it brings notifications/resources/updated on every phase change.`
+Each operation is also the resource pollwarden://operations/{operation_id} (its outcome JSON); subscribing to it brings notifications/resources/updated on every phase change.
+A host with MCP tasks may run watch_job or wait_job as a task: the task id is the operation_id, its poll interval is the time to pollwarden's next status request, and input_required means a person must decide.`
 
 type server struct {
 	o   Options
@@ -154,6 +155,7 @@ Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 		Annotations:  &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 		OutputSchema: outputSchema[ExtensionAnswer](),
 	}, textOnly(s.requestExtension))
+	s.addTasks(srv)
 	return srv
 }
 

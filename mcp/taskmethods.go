@@ -1,0 +1,151 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/mcptask"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// The tasks/* methods, answered from the store.
+
+// task reads the operation behind a task id, from the store only.
+func (s *server) task(ctx context.Context, id string) (*pollwarden.Operation, error) {
+	if id == "" {
+		return nil, rpcError(mcptask.CodeInvalidParams, "taskId is required: the operation_id the task was created for")
+	}
+	op, err := s.o.Store.OperationGet(ctx, id)
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		return nil, rpcError(mcptask.CodeInvalidParams, "Failed to retrieve task: no task %s (task ids are operation ids; list_jobs lists them)", clip(id))
+	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	return op, nil
+}
+
+// tasksGet answers tasks/get from the record alone: it never sends a
+// provider request, however often a host asks.
+func (s *server) tasksGet(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*wire, error) {
+	op, err := s.task(ctx, p.id())
+	if err != nil {
+		return nil, err
+	}
+	now := s.o.Now()
+	if shapeOf(p, ss) == coreTask {
+		return &wire{v: coreTaskOf(op, now)}, nil
+	}
+	d := mcptask.DetailedTaskV2{ResultType: mcptask.ResultTypeComplete, TaskV2: taskV2(op, now)}
+	if d.Status == mcptask.Completed {
+		r, err := extResult(s.toolResult(op))
+		if err != nil {
+			return nil, internal(err)
+		}
+		if d.Result, err = json.Marshal(r); err != nil {
+			return nil, internal(err)
+		}
+	}
+	return &wire{v: d}, nil
+}
+
+// tasksResult (2025-11-25) holds while the task is working, then returns
+// the tool's answer. At input_required it answers at once: pollwarden
+// queues no request for the client, and the answer says a person must
+// decide.
+func (s *server) tasksResult(ctx context.Context, _ *sdk.ServerSession, p *taskParams) (*wire, error) {
+	op, err := s.task(ctx, p.id())
+	if err != nil {
+		return nil, err
+	}
+	for op.Phase == pollwarden.PhaseWaiting {
+		op, err = s.o.Changes.WaitPhase(ctx, s.o.Store, op.ID, MaxWait, s.o.Recheck)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, internal(err)
+		}
+	}
+	res := s.toolResult(op)
+	res.Meta = sdk.Meta{mcptask.MetaRelatedTask: map[string]string{"taskId": op.ID}}
+	return &wire{v: res}, nil
+}
+
+// tasksList (2025-11-25) lists the newest operations as tasks.
+func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (*wire, error) {
+	if p != nil && p.Cursor != "" {
+		return nil, rpcError(mcptask.CodeInvalidParams, "invalid cursor: tasks/list answers in one page")
+	}
+	list, err := s.o.Store.OperationList(ctx, pollwarden.ListParams{Limit: 100})
+	if err != nil {
+		return nil, internal(err)
+	}
+	now := s.o.Now()
+	out := mcptask.ListTasksResult{Tasks: make([]mcptask.Task, 0, len(list))}
+	for _, op := range list {
+		out.Tasks = append(out.Tasks, coreTaskOf(op, now))
+	}
+	return &wire{v: out}, nil
+}
+
+// tasksCancel abandons the wait: pollwarden stops watching, recorded as
+// the agent's decision. It narrows the agent's own authority and never
+// cancels the job at the provider.
+func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*wire, error) {
+	op, err := s.task(ctx, p.id())
+	if err != nil {
+		return nil, err
+	}
+	if st := taskStatus(op); st.Terminal() {
+		return nil, rpcError(mcptask.CodeInvalidParams, "task %s is already %s and cannot be cancelled", op.ID, st)
+	}
+	op, err = s.abandonWait(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	if shapeOf(p, ss) == extTask {
+		return &wire{v: map[string]string{"resultType": mcptask.ResultTypeComplete}}, nil
+	}
+	return &wire{v: coreTaskOf(op, s.o.Now())}, nil
+}
+
+// abandonWait is the one place a task's cancel reaches the controller: an
+// agent's abandon decision (it grants nothing). The controller accepts it
+// on an escalated operation; a waiting one is refused with a clear error
+// until abandoning a waiting operation is allowed there.
+func (s *server) abandonWait(ctx context.Context, op *pollwarden.Operation) (*pollwarden.Operation, error) {
+	ex, ok := s.o.Contracts.Get(op.Contract)
+	if !ok {
+		return nil, rpcError(mcptask.CodeInvalidParams, "operation %s's contract %s is not loaded; the wait cannot be abandoned here", op.ID, clip(op.Contract))
+	}
+	next, err := s.o.Controller.Decide(ctx, ex, op.ID, policy.DecisionParams{Option: pollwarden.OptionAbandon, Actor: Actor,
+		Note: "the MCP task was cancelled by the client: stop watching; nothing is cancelled at the provider"})
+	switch {
+	case errors.Is(err, pollwarden.ErrInvalid) && op.Phase == pollwarden.PhaseWaiting:
+		return nil, rpcError(mcptask.CodeInvalidParams, "task %s cannot be cancelled while its operation waits: pollwarden keeps watching it until an outcome or an escalation, after which cancelling abandons the wait", op.ID)
+	case errors.Is(err, pollwarden.ErrInvalid):
+		return nil, rpcError(mcptask.CodeInvalidParams, "%v", err)
+	case err != nil:
+		return nil, internal(err)
+	}
+	return next, nil
+}
+
+// tasksUpdate (extension) is refused: pollwarden asks nothing of the
+// agent, and a decision is a person's, through an approver's door.
+func (s *server) tasksUpdate(ctx context.Context, _ *sdk.ServerSession, p *updateTaskParams) (*wire, error) {
+	id := ""
+	if p != nil {
+		id = p.TaskID
+	}
+	op, err := s.task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return nil, rpcError(mcptask.CodeInvalidParams, "task %s asks for no input: a person decides an escalation with `pollwarden decide %s OPTION` or the daemon's API, never through the task", op.ID, op.ID)
+}
