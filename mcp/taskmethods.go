@@ -14,12 +14,14 @@ import (
 
 // The tasks/* methods, answered from the store.
 
-// task reads the operation behind a task id, from the store only.
+// task reads the operation behind a task id, from the store only. Over
+// the daemon's /mcp a task is bound to the token that may see its
+// operation: another agent's task answers as one that does not exist.
 func (s *server) task(ctx context.Context, id string) (*pollwarden.Operation, error) {
 	if id == "" {
 		return nil, rpcError(mcptask.CodeInvalidParams, "taskId is required: the operation_id the task was created for")
 	}
-	op, err := s.o.Store.OperationGet(ctx, id)
+	op, err := s.visible(ctx, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		return nil, rpcError(mcptask.CodeInvalidParams, "Failed to retrieve task: no task %s (task ids are operation ids; list_jobs lists them)", clip(id))
 	}
@@ -81,7 +83,11 @@ func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTas
 	if p != nil && p.Cursor != "" {
 		return nil, rpcError(mcptask.CodeInvalidParams, "invalid cursor: tasks/list answers in one page")
 	}
-	list, err := s.o.Store.OperationList(ctx, pollwarden.ListParams{Limit: 100})
+	owner, ok := s.who(ctx).listOwner()
+	if !ok {
+		return &wire{v: mcptask.ListTasksResult{Tasks: []mcptask.Task{}}}, nil
+	}
+	list, err := s.o.Store.OperationList(ctx, pollwarden.ListParams{Limit: 100, Owner: owner})
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -123,7 +129,7 @@ func (s *server) abandonWait(ctx context.Context, op *pollwarden.Operation) (*po
 	if !ok {
 		return nil, rpcError(mcptask.CodeInvalidParams, "operation %s's contract %s is not loaded; the wait cannot be abandoned here", op.ID, clip(op.Contract))
 	}
-	next, err := s.o.Controller.Decide(ctx, ex, op.ID, policy.DecisionParams{Option: pollwarden.OptionAbandon, Actor: Actor,
+	next, err := s.o.Controller.Decide(ctx, ex, op.ID, policy.DecisionParams{Option: pollwarden.OptionAbandon, Actor: s.who(ctx).actor(),
 		Note: "the MCP task was cancelled by the client: stop watching; nothing is cancelled at the provider"})
 	switch {
 	case errors.Is(err, pollwarden.ErrInvalid) && op.Phase == pollwarden.PhaseWaiting:

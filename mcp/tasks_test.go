@@ -207,9 +207,14 @@ func TestTasksCoreShapeConformsToTheSpecification(t *testing.T) {
 	if !strings.Contains(string(res), `"phase":"escalated"`) || !strings.Contains(string(res), `"io.modelcontextprotocol/related-task":{"taskId":"op-stuck"}`) {
 		t.Errorf("tasks/result: %s", res)
 	}
-	code, msg := r.rpcError("tasks/cancel", map[string]any{"taskId": "op-slow"})
-	if code != -32602 || !strings.Contains(msg, "waits") {
-		t.Errorf("cancelling a waiting task: %d %q", code, msg)
+	// Cancelling a working task abandons the wait (narrowing): the task
+	// is cancelled, pollwarden stops watching, the provider hears nothing.
+	slow := decode[wireTask](t, r.call("tasks/cancel", map[string]any{"taskId": "op-slow"}))
+	if slow.Status != "cancelled" || !strings.Contains(slow.StatusMessage, "nothing was cancelled at the provider") {
+		t.Errorf("cancelling a waiting task: %+v", slow)
+	}
+	if n := prov.Cancels("slow"); n != 0 {
+		t.Errorf("tasks/cancel of a waiting task sent %d cancel requests to the provider, want none", n)
 	}
 	cancelled := r.call("tasks/cancel", map[string]any{"taskId": "op-stuck"})
 	validate(t, specSchema(t, v, "CancelTaskResult"), "CancelTaskResult", cancelled)

@@ -11,9 +11,10 @@ import (
 // How an operation reads as a task, in either wire shape.
 
 // abandoned reports whether op ended by an abandon decision: it failed
-// after an escalation, which the provider's own failure never does.
+// with an escalation record (after an escalation, or abandoned while
+// waiting), which the provider's own failure never carries.
 func abandoned(op *pollwarden.Operation) bool {
-	return op.Phase == pollwarden.PhaseFailed && op.Escalation != nil && op.Reason != ""
+	return op.Phase == pollwarden.PhaseFailed && op.Escalation != nil
 }
 
 // taskStatus maps a phase onto a task's status (2025-11-25 meaning).
@@ -95,6 +96,9 @@ func taskMessage(op *pollwarden.Operation, now time.Time) string {
 		return msg + fmt.Sprintf("This task takes no input from you and you cannot decide it: tell the user. An approver decides with `pollwarden decide %s OPTION` or the daemon's API; request_extension records a request for more time or requests.", op.ID)
 	}
 	if abandoned(op) {
+		if op.Reason == "" {
+			return "The wait was abandoned while the job was running; pollwarden no longer watches this job, and nothing was cancelled at the provider."
+		}
 		return "The wait was abandoned (" + string(op.Reason) + "); pollwarden no longer watches this job, and nothing was cancelled at the provider."
 	}
 	return guidance(op, now)

@@ -32,6 +32,9 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		return next, events, err
 	case op.Phase == pollwarden.PhaseCancelling:
 		return applyCancelling(op, c, p, now)
+	case op.Phase == pollwarden.PhaseWaiting && p.Option == pollwarden.OptionAbandon:
+		next, ev := abandonWaiting(op, p, now)
+		return next, []pollwarden.Event{ev}, nil
 	}
 	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
 		return nil, nil, fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
@@ -94,6 +97,26 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 	}
 	ev := newEvent(next, now, pollwarden.EventDecision, data)
 	return next, append([]pollwarden.Event{ev}, extra...), nil
+}
+
+// abandonWaiting stops watching a waiting operation at its owner's or an
+// approver's word. It narrows authority, so it needs no escalation first
+// and no approver: the operation closes failed, with an escalation record
+// that says who stopped it and that nothing was sent to the provider (a
+// provider's own failure never carries one).
+func abandonWaiting(op *pollwarden.Operation, p DecisionParams, now time.Time) (*pollwarden.Operation, pollwarden.Event) {
+	next := op.Clone()
+	actor := p.Actor
+	next.Phase, next.FinishedAt = pollwarden.PhaseFailed, &now
+	next.Escalation = &pollwarden.Escalation{At: now, Options: nil,
+		Message: fmt.Sprintf("Abandoned while waiting by %s (%s): pollwarden stopped watching; nothing was cancelled at the provider.", actor.Name, actor.Role)}
+	ev := newEvent(next, now, pollwarden.EventDecision, pollwarden.EventData{
+		Actor: &actor, Option: pollwarden.OptionAbandon, Detail: p.Note, State: op.LastState,
+		Elapsed: elapsed(op, now), RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,
+		FailuresUsed: op.TransportFailuresUsed, RateLimited: op.RateLimitedUsed,
+		Decision: "abandoned while waiting: closed as failed; nothing cancelled at the provider",
+	})
+	return next, ev
 }
 
 // reopen returns an escalated record to waiting with the next poll due
