@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -169,6 +170,21 @@ func TestConsoleInChromium(t *testing.T) {
 	same, err := chromedp.Run(agent, chromedp.Evaluate[string](`window.sameDocument || "reloaded"`))
 	if err != nil || same != "yes" {
 		t.Errorf("the queue was reloaded (%q, %v), not updated in place", same, err)
+	}
+	// Without JavaScript the decision works the same: a plain form post.
+	noJS := tab(t, browserCtx)
+	act(t, noJS, "turn JavaScript off", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
+	signIn(t, noJS, r.base, "alice-token")
+	act(t, noJS, "stop export-9 without JavaScript",
+		chromedp.Navigate(r.base+"/ui/operations/export-9"),
+		chromedp.SendKeys("", "no script needed", byRole("textbox", named("Note")), chromedp.NodeVisible),
+		chromedp.Click("", byRole("button", startsWith("Stop waiting")), chromedp.NodeVisible),
+		chromedp.WaitReady("", byRole("StaticText", containsAll("Decision recorded", "now failed"))))
+	if op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-9", "", 200); op["phase"] != "failed" {
+		t.Errorf("export-9 after a stop without JavaScript: %v", op)
 	}
 	for _, tok := range []string{"alice-token", "agent-token"} {
 		if strings.Contains(r.p.stdout.String()+r.p.stderr.String(), tok) {
