@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -251,5 +252,38 @@ func TestLiveEvents(t *testing.T) {
 		case <-timeout:
 			t.Fatal("no change event after a decision")
 		}
+	}
+}
+
+// TestAuditForAdmins: an admin sees the chain's head and verifies the
+// chain with a CSRF-protected post; an approver gets 403 for both.
+func TestAuditForAdmins(t *testing.T) {
+	r := newRig(t, nil)
+	r.escalate("aud-1", "running")
+	pos, hash, err := r.store.AuditHead(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	approver := r.browser()
+	csrf := approver.signIn(approverToken)
+	if p := approver.get("/ui/audit"); p.status != http.StatusForbidden || strings.Contains(p.body, hash) {
+		t.Errorf("approver's audit page: %d", p.status)
+	}
+	if p := approver.post("/ui/audit/verify", url.Values{"csrf": {csrf}}); p.status != http.StatusForbidden {
+		t.Errorf("approver's verify: %d", p.status)
+	}
+	admin := r.browser()
+	csrf = admin.signIn(adminToken)
+	p := admin.get("/ui/audit")
+	if p.status != http.StatusOK || !strings.Contains(p.body, hash) || !strings.Contains(p.body, "Verify the chain") {
+		t.Fatalf("admin's audit page: %d\n%s", p.status, p.body)
+	}
+	if p := admin.post("/ui/audit/verify", url.Values{}); p.status != http.StatusForbidden {
+		t.Errorf("verify without CSRF: %d", p.status)
+	}
+	p = admin.post("/ui/audit/verify", url.Values{"csrf": {csrf}})
+	want := fmt.Sprintf("Intact: 1 operations, %d events; head %s at position %d.", pos, hash, pos)
+	if p.status != http.StatusOK || !strings.Contains(p.body, want) {
+		t.Errorf("verify: %d, want %q\n%s", p.status, want, p.body)
 	}
 }

@@ -15,7 +15,7 @@ func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{"clock": clock, "age": age, "percent": percent}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"signin", "queue", "operation", "error"} {
+	for _, name := range []string{"signin", "queue", "operation", "error", "audit"} {
 		t := template.Must(template.Must(base.Clone()).ParseFS(files, "templates/"+name+".html"))
 		pages[name] = t
 	}

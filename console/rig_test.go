@@ -30,6 +30,7 @@ const (
 	canary        = "sk-canary-console-81d2"
 	agentToken    = "tok-console-agent"
 	approverToken = "tok-console-approver"
+	adminToken    = "tok-console-admin"
 )
 
 // rig is the console over a real SQLite store, the real controller and a
@@ -84,6 +85,7 @@ escalation:
 	r.tokens, err = httpapi.NewTokens(
 		httpapi.TokenSpec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: httpapi.HashToken(agentToken)},
 		httpapi.TokenSpec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: httpapi.HashToken(approverToken)},
+		httpapi.TokenSpec{Name: "root", Role: pollwarden.RoleAdmin, SHA256: httpapi.HashToken(adminToken)},
 	)
 	if err != nil {
 		t.Fatal(err)
