@@ -124,7 +124,10 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /ui/audit/verify", c.verifyAudit)
 	m.HandleFunc("GET /ui/events", c.queueEvents)
 	m.HandleFunc("GET /ui/operations/{id}/events", c.operationEvents)
-	m.Handle("GET /ui/static/", http.StripPrefix("/ui/", http.FileServerFS(files)))
+	m.HandleFunc("GET /ui/static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache") // a new binary's files are seen at once
+		http.ServeFileFS(w, r, files, "static/"+r.PathValue("file"))
+	})
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "There is no page "+r.URL.Path+".")
 	})

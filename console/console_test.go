@@ -287,3 +287,34 @@ func TestAuditForAdmins(t *testing.T) {
 		t.Errorf("verify: %d, want %q\n%s", p.status, want, p.body)
 	}
 }
+
+// TestSignInReturnsToThePage: opening an operation's link (from a
+// notification) without a session signs in and lands on that page; a
+// "next" pointing elsewhere lands on the queue.
+func TestSignInReturnsToThePage(t *testing.T) {
+	r := newRig(t, nil)
+	b := r.browser()
+	p := b.get("/ui/operations/exp-9")
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, `name="next" value="/ui/operations/exp-9"`) {
+		t.Fatalf("operation page without a session: %d\n%s", p.status, p.body)
+	}
+	csrf := csrfOf(t, p)
+	p = b.post("/ui/signin", url.Values{"token": {approverToken}, "csrf": {csrf}, "next": {"/ui/operations/exp-9"}})
+	if loc := p.header.Get("Location"); loc != "/ui/operations/exp-9" {
+		t.Errorf("after sign-in: Location %q", loc)
+	}
+	for _, next := range []string{"https://evil.example/", "//evil.example/ui/", "/v1/operations"} {
+		b := r.browser()
+		csrf := csrfOf(t, b.get("/ui/"))
+		p := b.post("/ui/signin", url.Values{"token": {approverToken}, "csrf": {csrf}, "next": {next}})
+		if loc := p.header.Get("Location"); loc != "/ui/" {
+			t.Errorf("next %q: Location %q, want /ui/", next, loc)
+		}
+	}
+	if p := b.get("/ui/static/"); p.status != http.StatusNotFound {
+		t.Errorf("/ui/static/ answers %d; want no listing", p.status)
+	}
+	if p := b.get("/ui/static/console.css"); p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "text/css") {
+		t.Errorf("console.css: %d %s", p.status, p.header.Get("Content-Type"))
+	}
+}

@@ -138,7 +138,20 @@ func parseForm(w http.ResponseWriter, r *http.Request) bool {
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, problem string) {
 	csrf := randomID()
 	http.SetCookie(w, cookie(r, signinCookie, csrf, 600))
-	c.render(w, r, status, "signin", map[string]any{"CSRF": csrf, "Problem": problem})
+	next := ""
+	if r.Method == http.MethodGet && r.URL.Path != Path {
+		next = r.URL.RequestURI()
+	}
+	c.render(w, r, status, "signin", map[string]any{"CSRF": csrf, "Problem": problem, "Next": next})
+}
+
+// returnTo is where a sign-in continues: the console page the person
+// opened (a notification's link), never another site.
+func returnTo(next string) string {
+	if strings.HasPrefix(next, Path) && !strings.ContainsAny(next, "\\\r\n") {
+		return next
+	}
+	return Path
 }
 
 // signIn checks the form's CSRF token against the pre-session cookie (so
@@ -161,7 +174,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	id, sess := c.sessions.create(token)
 	http.SetCookie(w, cookie(r, sessionCookie, id, int(time.Until(sess.expires).Seconds())))
 	http.SetCookie(w, cookie(r, signinCookie, "", -1))
-	http.Redirect(w, r, Path, http.StatusSeeOther)
+	http.Redirect(w, r, returnTo(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
 // signOut ends the session.
