@@ -12,7 +12,7 @@ import (
 
 // parsePages builds one template per page, each with the shared layout.
 func parsePages() map[string]*template.Template {
-	funcs := template.FuncMap{"clock": clock, "age": age, "percent": percent}
+	funcs := template.FuncMap{"clock": clock}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "queue", "operation", "error", "audit"} {
@@ -95,13 +95,4 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-// percent is used/limit as a whole percentage in [0, 100], for the width
-// of a budget bar.
-func percent(used, limit int) int {
-	if limit <= 0 {
-		return 100
-	}
-	return min(100, max(0, used*100/limit))
 }

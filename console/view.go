@@ -31,12 +31,13 @@ type opView struct {
 
 // budget is one limit drawn as a bar: used of limit.
 type budget struct {
-	Name, Unit      string
-	Used, Limit     int
-	Low, High       int
-	Text            string
-	Exhausted       bool
-	RequestsCounter bool
+	Name, Unit  string
+	Used, Limit int
+	// Low and High colour the bar (a <meter>): amber above three
+	// quarters, red above nine tenths.
+	Low, High int
+	Text      string
+	Exhausted bool
 }
 
 // extensionRequest is an agent's pending request for more (an audit
@@ -79,7 +80,6 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		newBudget("Transport failures", "failures", op.TransportFailuresUsed, op.MaxTransportFailures),
 		newBudget("Rate-limited answers", "answers", op.RateLimitedUsed, op.MaxRateLimited),
 	}
-	v.Budgets[0].RequestsCounter = true
 	total := op.DeadlineAt.Sub(op.StartedAt)
 	used := now.Sub(op.StartedAt)
 	if op.FinishedAt != nil {

@@ -71,6 +71,24 @@ func act(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// click clicks the element sel selects. A live update may replace the
+// element between finding it and clicking it; then it is found again.
+func click(t *testing.T, ctx context.Context, what string, opts ...chromedp.QueryOption) {
+	t.Helper()
+	var err error
+	for range 5 {
+		step, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = chromedp.Do(step, chromedp.Click("", append(opts, chromedp.NodeVisible)...))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 // axNode is one element as the accessibility tree sees it.
 type axNode struct {
 	role, name string

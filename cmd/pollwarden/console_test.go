@@ -117,8 +117,8 @@ func TestConsoleInChromium(t *testing.T) {
 	checkBrowserCookies(t, alice, r.base)
 	screenshot(t, alice, "../../docs/console-queue.png")
 
-	act(t, alice, "open export-7", chromedp.Click("", escalatedLink, chromedp.NodeVisible),
-		chromedp.WaitVisible("", byRole("heading", named("Operation export-7"))))
+	click(t, alice, "open export-7", escalatedLink)
+	act(t, alice, "export-7's page", chromedp.WaitVisible("", byRole("heading", named("Operation export-7"))))
 	page = text(t, alice)
 	for _, want := range []string{"escalated", "request_budget_exhausted", "2 of 2 requests", "Deadline", "Last HTTP result", "HTTP 200", "Story"} {
 		if !strings.Contains(strings.ToLower(page), strings.ToLower(want)) {
@@ -132,8 +132,7 @@ func TestConsoleInChromium(t *testing.T) {
 	const note = "export feeds the 06:00 report; one more try"
 	act(t, alice, "type a note", chromedp.SendKeys("", note, byRole("textbox", named("Note")), chromedp.NodeVisible))
 	screenshot(t, alice, "../../docs/console-operation.png")
-	act(t, alice, "extend",
-		chromedp.Click("", byRole("button", startsWith(labels["extend"])), chromedp.NodeVisible))
+	click(t, alice, "extend", byRole("button", startsWith(labels["extend"])))
 	waitText(t, alice, "Decision recorded: extend. The operation is now waiting.")
 	waitText(t, alice, "alice (approver) decided extend")
 	waitText(t, alice, "("+note+")")
@@ -164,7 +163,7 @@ func TestConsoleInChromium(t *testing.T) {
 	act(t, agent, "agent's queue", chromedp.Navigate(r.base+"/ui/"),
 		chromedp.WaitVisible("", byRole("link", containsAll("export-8", "request_budget_exhausted"))),
 		chromedp.Evaluate[chromedp.Void](`window.sameDocument = "yes"`))
-	act(t, alice, "alice stops export-8", chromedp.Click("", byRole("button", startsWith("Stop waiting")), chromedp.NodeVisible))
+	click(t, alice, "alice stops export-8", byRole("button", startsWith("Stop waiting")))
 	waitText(t, alice, "The operation is now failed.")
 	act(t, agent, "the agent's queue follows", chromedp.WaitNotPresent("", byRole("link", containsAll("export-8", "request_budget_exhausted"))))
 	same, err := chromedp.Run(agent, chromedp.Evaluate[string](`window.sameDocument || "reloaded"`))

@@ -17,7 +17,7 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         document.querySelectorAll("[data-live]").forEach(function (el) {
           var next = doc.getElementById(el.id);
-          if (!next) return;
+          if (!next || next.innerHTML === el.innerHTML) return;
           // Keep a note being typed while the choices are unchanged.
           if (el.contains(document.activeElement) && el.dataset.key === next.dataset.key) return;
           el.replaceWith(document.importNode(next, true));
