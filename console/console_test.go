@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/httpapi"
+	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -316,5 +317,45 @@ func TestSignInReturnsToThePage(t *testing.T) {
 	}
 	if p := b.get("/ui/static/console.css"); p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "text/css") {
 		t.Errorf("console.css: %d %s", p.status, p.header.Get("Content-Type"))
+	}
+}
+
+// TestStopWaitingGoesToTheController: an approver sees a stop button on a
+// waiting operation (no cancel button: the contract documents no cancel
+// call) and the post is the controller's to accept or refuse. Whichever it
+// does, the page tells the truth: a refusal changes nothing, an acceptance
+// leaves the operation no longer waiting.
+func TestStopWaitingGoesToTheController(t *testing.T) {
+	r := newRig(t, nil)
+	ex, _ := r.set.Get("export")
+	r.fp.Script("wait-1", fp.State("running", nil))
+	if _, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: "wait-1", ProviderJobID: "wait-1", MaxStatusRequests: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b := r.browser()
+	csrf := b.signIn(approverToken)
+	p := b.get("/ui/operations/wait-1")
+	if !strings.Contains(p.body, `value="abandon"`) || strings.Contains(p.body, `value="cancel_at_provider"`) {
+		t.Fatalf("waiting operation's page:\n%s", p.body)
+	}
+	agent := r.browser()
+	agent.signIn(agentToken)
+	if strings.Contains(agent.get("/ui/operations/wait-1").body, `value="abandon"`) {
+		t.Error("an agent sees the stop button")
+	}
+	before := r.op("wait-1")
+	p = b.post("/ui/operations/wait-1/decide", url.Values{"option": {"abandon"}, "note": {"not needed"}, "csrf": {csrf}})
+	after := r.op("wait-1")
+	switch p.status {
+	case http.StatusConflict:
+		if after.Version != before.Version || !strings.Contains(p.body, "Refused: ") {
+			t.Errorf("a refused stop changed the record (%d → %d) or hid why:\n%s", before.Version, after.Version, p.body)
+		}
+	case http.StatusSeeOther:
+		if after.Phase == pollwarden.PhaseWaiting {
+			t.Errorf("an accepted stop left the operation waiting")
+		}
+	default:
+		t.Errorf("stop: %d\n%s", p.status, p.body)
 	}
 }
