@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/console"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
@@ -153,11 +154,15 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon"}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
+	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log})
+	mux.Handle(console.Path, ui)
+	mux.HandleFunc("GET /{$}", console.RedirectRoot)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
 		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable}))
 	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.
 	srv.RegisterOnShutdown(mcpHandler.Close)
+	srv.RegisterOnShutdown(ui.Close)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)

@@ -15,13 +15,15 @@ import (
 type Changes struct {
 	mu   sync.Mutex
 	subs map[string]map[*subscription]struct{}
+	// all are the subscribers to every operation (a console's queue).
+	all map[*subscription]struct{}
 }
 
 type subscription struct{ ch chan struct{} }
 
 // NewChanges returns a broadcaster with no subscribers.
 func NewChanges() *Changes {
-	return &Changes{subs: map[string]map[*subscription]struct{}{}}
+	return &Changes{subs: map[string]map[*subscription]struct{}{}, all: map[*subscription]struct{}{}}
 }
 
 // Publish signals every subscriber of op.ID. It never blocks: a subscriber
@@ -34,10 +36,31 @@ func (c *Changes) Publish(op *pollwarden.Operation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for s := range c.subs[op.ID] {
-		select {
-		case s.ch <- struct{}{}:
-		default:
-		}
+		s.signal()
+	}
+	for s := range c.all {
+		s.signal()
+	}
+}
+
+func (s *subscription) signal() {
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
+}
+
+// SubscribeAll is Subscribe for a change of any operation: a list of
+// operations (the console's queue) re-reads itself on a signal.
+func (c *Changes) SubscribeAll() (<-chan struct{}, func()) {
+	s := &subscription{ch: make(chan struct{}, 1)}
+	c.mu.Lock()
+	c.all[s] = struct{}{}
+	c.mu.Unlock()
+	return s.ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.all, s)
 	}
 }
 

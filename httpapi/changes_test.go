@@ -53,3 +53,24 @@ func TestChangesNeverBlock(t *testing.T) {
 	nilChanges.Publish(&pollwarden.Operation{ID: "a"})
 	c.Publish(nil)
 }
+
+// TestChangesSubscribeAll: a subscriber to every operation hears a change
+// of any one, and stops hearing after its stop.
+func TestChangesSubscribeAll(t *testing.T) {
+	c := NewChanges()
+	sig, stop := c.SubscribeAll()
+	c.Publish(&pollwarden.Operation{ID: "a"})
+	c.Publish(&pollwarden.Operation{ID: "b"})
+	select {
+	case <-sig:
+	default:
+		t.Fatal("no signal for a change of a and b")
+	}
+	stop()
+	c.Publish(&pollwarden.Operation{ID: "c"})
+	select {
+	case <-sig:
+		t.Fatal("a signal after stop")
+	default:
+	}
+}

@@ -1,0 +1,241 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// listLimit bounds each list on the queue page.
+const listLimit = 200
+
+// filter is the queue's filter form for the operations below the
+// escalations.
+type filter struct {
+	Phase, Contract, Reason, Text string
+}
+
+// phases and reasons offered by the filter form.
+var (
+	filterPhases = []pollwarden.Phase{pollwarden.PhaseWaiting, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
+		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated}
+	filterReasons = []pollwarden.Reason{pollwarden.ReasonDeadlineExceeded, pollwarden.ReasonRequestBudgetExhausted,
+		pollwarden.ReasonRateLimited, pollwarden.ReasonUnknownState, pollwarden.ReasonAuthorizationDenied,
+		pollwarden.ReasonProviderFailure, pollwarden.ReasonIntegrationFailure}
+)
+
+func readFilter(q url.Values) (filter, string) {
+	f := filter{Phase: q.Get("phase"), Contract: q.Get("contract"), Reason: q.Get("reason"), Text: strings.TrimSpace(q.Get("q"))}
+	if _, set := q["phase"]; !set {
+		f.Phase = string(pollwarden.PhaseWaiting)
+	}
+	if f.Phase != "" && !slices.Contains(filterPhases, pollwarden.Phase(f.Phase)) {
+		return f, fmt.Sprintf("Unknown phase %q: choose one from the list.", clean(f.Phase))
+	}
+	if f.Reason != "" && !slices.Contains(filterReasons, pollwarden.Reason(f.Reason)) {
+		return f, fmt.Sprintf("Unknown reason %q: choose one from the list.", clean(f.Reason))
+	}
+	return f, ""
+}
+
+func (f filter) match(op *pollwarden.Operation) bool {
+	if f.Contract != "" && op.Contract != f.Contract {
+		return false
+	}
+	if f.Reason != "" && string(op.Reason) != f.Reason {
+		return false
+	}
+	if f.Text == "" {
+		return true
+	}
+	t := strings.ToLower(f.Text)
+	for _, s := range []string{op.ID, op.ProviderJobID, op.Contract, op.LastState} {
+		if strings.Contains(strings.ToLower(s), t) {
+			return true
+		}
+	}
+	return false
+}
+
+// queue is the console's home: the escalations waiting for a person
+// first, then the other operations under the filter. Without a session it
+// is the sign-in form.
+func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.who(r)
+	if !ok {
+		c.signinPage(w, r, http.StatusOK, "")
+		return
+	}
+	f, problem := readFilter(r.URL.Query())
+	now := c.now()
+	escalated, err := c.list(r.Context(), v.Actor, pollwarden.ListParams{Phase: pollwarden.PhaseEscalated, Limit: listLimit}, filter{})
+	if err != nil {
+		c.internal(w, r, err)
+		return
+	}
+	// The longest-waiting decision first.
+	slices.SortStableFunc(escalated, func(a, b *pollwarden.Operation) int { return escalatedAt(a).Compare(escalatedAt(b)) })
+	var others []*pollwarden.Operation
+	if problem == "" {
+		others, err = c.list(r.Context(), v.Actor, pollwarden.ListParams{Phase: pollwarden.Phase(f.Phase), Limit: listLimit}, f)
+		if err != nil {
+			c.internal(w, r, err)
+			return
+		}
+	}
+	c.render(w, r, http.StatusOK, "queue", map[string]any{
+		"Viewer": v, "Escalated": c.views(r.Context(), escalated, now), "Others": c.views(r.Context(), others, now),
+		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
+		"Contracts": c.contracts.Names(), "Events": "/ui/events",
+	})
+}
+
+func escalatedAt(op *pollwarden.Operation) time.Time {
+	if op.Escalation != nil {
+		return op.Escalation.At
+	}
+	return op.StartedAt
+}
+
+// list reads operations that who may see and f matches.
+func (c *Console) list(ctx context.Context, who pollwarden.Actor, p pollwarden.ListParams, f filter) ([]*pollwarden.Operation, error) {
+	ops, err := c.store.OperationList(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ops, func(op *pollwarden.Operation) bool { return !c.maySee(who, op) || !f.match(op) }), nil
+}
+
+// views builds the rows of a list; only escalated and waiting operations
+// can have a pending extension request, so only theirs read events.
+func (c *Console) views(ctx context.Context, ops []*pollwarden.Operation, now time.Time) []opView {
+	out := make([]opView, 0, len(ops))
+	for _, op := range ops {
+		var events []pollwarden.Event
+		if op.Phase == pollwarden.PhaseWaiting || op.Phase == pollwarden.PhaseEscalated {
+			events, _ = c.store.EventList(ctx, op.ID) // a row without its requests beats no queue
+		}
+		out = append(out, c.view(op, events, now))
+	}
+	return out
+}
+
+// operation is one operation's page: where it stands, its budgets, the
+// story, and for an approver the decision form.
+func (c *Console) operation(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.who(r)
+	if !ok {
+		c.signinPage(w, r, http.StatusUnauthorized, "Sign in to see this operation.")
+		return
+	}
+	c.showOperation(w, r, v, http.StatusOK, "", r.URL.Query().Get("decided"))
+}
+
+func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer, status int, problem, decided string) {
+	id := r.PathValue("id")
+	op, err := c.visible(r.Context(), v.Actor, id)
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
+		return
+	}
+	if err != nil {
+		c.internal(w, r, err)
+		return
+	}
+	events, err := c.store.EventList(r.Context(), id)
+	if err != nil {
+		c.internal(w, r, err)
+		return
+	}
+	view := c.view(op, events, c.now())
+	c.render(w, r, status, "operation", map[string]any{
+		"Viewer": v, "Op": view, "Story": c.story(events), "Problem": problem, "Decided": clean(decided),
+		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op),
+		"Events": "/ui/operations/" + url.PathEscape(id) + "/events",
+	})
+}
+
+// cancelDocumented reports whether op's contract documents a cancel
+// call, without which no cancel button is shown.
+func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
+	ex, ok := c.contracts.Get(op.Contract)
+	return ok && ex.Contract().Cancel != nil
+}
+
+// maxNote keeps a note readable as part of one line of the story.
+const maxNote = 2000
+
+// decide applies an approver's choice through the controller, which
+// decides what is allowed (an option not offered, a stop of a waiting
+// operation it does not permit): the console only shows its answer. Then
+// it redirects to the page, which shows the new phase.
+func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.postBy(w, r)
+	if !ok {
+		return
+	}
+	if !v.Decide {
+		c.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s signed in with an %s token, which is read-only here: only an approver decides.", clean(v.Actor.Name), v.Actor.Role))
+		return
+	}
+	id := r.PathValue("id")
+	option := r.PostFormValue("option")
+	note := strings.TrimSpace(r.PostFormValue("note"))
+	if option == "" {
+		c.showOperation(w, r, v, http.StatusUnprocessableEntity, "Choose one of the options.", "")
+		return
+	}
+	if len(note) > maxNote {
+		c.showOperation(w, r, v, http.StatusUnprocessableEntity, fmt.Sprintf("The note is longer than %d bytes.", maxNote), "")
+		return
+	}
+	op, err := c.visible(r.Context(), v.Actor, id)
+	if errors.Is(err, pollwarden.ErrNotFound) {
+		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
+		return
+	}
+	if err != nil {
+		c.internal(w, r, err)
+		return
+	}
+	ex, ok := c.contracts.Get(op.Contract)
+	if !ok {
+		c.showOperation(w, r, v, http.StatusConflict, fmt.Sprintf("Contract %s is not loaded now, so nothing can be decided for this operation.", clean(op.Contract)), "")
+		return
+	}
+	// What was decided is recorded with its action even if the browser
+	// goes away meanwhile.
+	_, err = c.ctl.Decide(context.WithoutCancel(r.Context()), ex, id, policy.DecisionParams{Option: option, Actor: v.Actor, Note: note})
+	if err != nil {
+		status, msg := refusal(err)
+		if status == http.StatusInternalServerError {
+			c.log.ErrorContext(r.Context(), "console decision failed", "operation", id, "error", err)
+		}
+		c.showOperation(w, r, v, status, msg, "")
+		return
+	}
+	http.Redirect(w, r, "/ui/operations/"+url.PathEscape(id)+"?decided="+url.QueryEscape(option), http.StatusSeeOther)
+}
+
+// refusal turns the controller's refusal into a status and a sentence.
+func refusal(err error) (int, string) {
+	switch {
+	case errors.Is(err, pollwarden.ErrForbidden):
+		return http.StatusForbidden, "Refused: " + strings.TrimPrefix(err.Error(), pollwarden.ErrForbidden.Error()+": ")
+	case errors.Is(err, pollwarden.ErrInvalid):
+		return http.StatusConflict, "Refused: " + strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")
+	case errors.Is(err, pollwarden.ErrConflict), errors.Is(err, pollwarden.ErrLeaseHeld), errors.Is(err, pollwarden.ErrLeaseLost):
+		return http.StatusConflict, "The operation changed while the decision was applied; read the page again and decide again."
+	case errors.Is(err, pollwarden.ErrNotFound):
+		return http.StatusNotFound, "The operation is gone."
+	}
+	return http.StatusInternalServerError, "The decision could not be saved; see the daemon's log. Nothing was decided."
+}

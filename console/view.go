@@ -1,0 +1,159 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/uritemplate"
+)
+
+// opView is what a page shows of one operation. Every string that came
+// from a provider or an agent has been through clean.
+type opView struct {
+	ID, Contract, Job, Phase, Reason, State string
+	Age                                     string
+	Started, Deadline                       time.Time
+	DeadlineIn                              string
+	Budgets                                 []budget
+	LastHTTP                                string
+	NextPoll                                string
+	Message                                 string
+	Options                                 []pollwarden.Option
+	ConsoleURL                              string
+	Requests                                []extensionRequest
+	Result, ProviderError                   string
+	Version                                 int64
+}
+
+// budget is one limit drawn as a bar: used of limit.
+type budget struct {
+	Name, Unit  string
+	Used, Limit int
+	// Low and High colour the bar (a <meter>): amber above three
+	// quarters, red above nine tenths.
+	Low, High int
+	Text      string
+	Exhausted bool
+}
+
+// extensionRequest is an agent's pending request for more (an audit
+// event: the request grants nothing until an approver decides).
+type extensionRequest struct {
+	By, Detail string
+	At         time.Time
+}
+
+func newBudget(name, unit string, used, limit int) budget {
+	return budget{Name: name, Unit: unit, Used: used, Limit: limit, Low: limit * 3 / 4, High: limit * 9 / 10,
+		Text: fmt.Sprintf("%d of %d %s", used, limit, unit), Exhausted: limit > 0 && used >= limit}
+}
+
+// view builds the page view of op at now; events, when given, add the
+// pending extension requests.
+func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now time.Time) opView {
+	v := opView{ID: op.ID, Contract: clean(op.Contract), Job: clean(op.ProviderJobID), Phase: string(op.Phase),
+		Reason: string(op.Reason), State: clean(op.LastState), Started: op.StartedAt, Deadline: op.DeadlineAt,
+		Version: op.Version}
+	since := op.StartedAt
+	if op.Escalation != nil {
+		since = op.Escalation.At
+		v.Message = clean(op.Escalation.Message)
+		for _, o := range op.Escalation.Options {
+			o.Label = clean(o.Label)
+			v.Options = append(v.Options, o)
+		}
+	}
+	v.Age = age(now.Sub(since))
+	if op.Phase == pollwarden.PhaseWaiting {
+		v.DeadlineIn = "in " + age(op.DeadlineAt.Sub(now))
+		if !op.DeadlineAt.After(now) {
+			v.DeadlineIn = "passed"
+		}
+		v.NextPoll = fmt.Sprintf("%s (%s)", clock(op.NextPollAt), op.NextPollSource)
+	}
+	v.Budgets = []budget{
+		newBudget("Status requests", "requests", op.StatusRequestsUsed, op.MaxStatusRequests),
+		newBudget("Transport failures", "failures", op.TransportFailuresUsed, op.MaxTransportFailures),
+		newBudget("Rate-limited answers", "answers", op.RateLimitedUsed, op.MaxRateLimited),
+	}
+	total := op.DeadlineAt.Sub(op.StartedAt)
+	used := now.Sub(op.StartedAt)
+	if op.FinishedAt != nil {
+		used = op.FinishedAt.Sub(op.StartedAt)
+	}
+	tb := newBudget("Time", "seconds", int(min(used, total).Seconds()), int(total.Seconds()))
+	tb.Text = fmt.Sprintf("%s of %s", age(min(used, total)), age(total))
+	v.Budgets = append(v.Budgets, tb)
+	v.LastHTTP = "no answer yet"
+	if op.LastHTTPAt != nil {
+		v.LastHTTP = fmt.Sprintf("HTTP %d at %s", op.LastHTTP, clock(*op.LastHTTPAt))
+		if op.LastRequestID != "" {
+			v.LastHTTP += ", provider request " + clean(op.LastRequestID)
+		}
+	}
+	v.Result, v.ProviderError = pretty(op.Result), pretty(op.ProviderError)
+	if ex, ok := c.contracts.Get(op.Contract); ok && ex.Contract().Escalation.ConsoleURL != "" {
+		if u, err := uritemplate.Expand(ex.Contract().Escalation.ConsoleURL, map[string]string{"job_id": op.ProviderJobID}); err == nil {
+			v.ConsoleURL = u
+		}
+	}
+	v.Requests = pendingRequests(events)
+	return v
+}
+
+// pendingRequests are the extension requests made since the last
+// decision: the ones nobody has answered yet.
+func pendingRequests(events []pollwarden.Event) []extensionRequest {
+	var out []extensionRequest
+	for _, e := range events {
+		switch e.Kind {
+		case pollwarden.EventDecision:
+			out = nil
+		case pollwarden.EventExtensionRequested:
+			by := "an agent"
+			if e.Data.Actor != nil {
+				by = clean(e.Data.Actor.Name)
+			}
+			out = append(out, extensionRequest{By: by, Detail: clean(e.Data.Detail), At: e.At})
+		}
+	}
+	return out
+}
+
+// pretty indents a provider's JSON for reading; empty stays empty.
+func pretty(b json.RawMessage) string {
+	if len(b) == 0 || string(b) == "null" {
+		return ""
+	}
+	out, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return clean(string(b))
+	}
+	return clean(string(out))
+}
+
+// story is the operation's audit trail as lines for a person (R26).
+func (c *Console) story(events []pollwarden.Event) []string {
+	lines := audit.Story(events, time.UTC)
+	for i := range lines {
+		lines[i] = clean(lines[i])
+	}
+	return lines
+}
+
+// visible reads op id for who: a store miss and an operation who may not
+// see answer the same ErrNotFound, so a page reveals nothing either way.
+func (c *Console) visible(ctx context.Context, who pollwarden.Actor, id string) (*pollwarden.Operation, error) {
+	op, err := c.store.OperationGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !c.maySee(who, op) {
+		return nil, pollwarden.ErrNotFound
+	}
+	return op, nil
+}
