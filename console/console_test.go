@@ -101,7 +101,7 @@ func TestApproverDecides(t *testing.T) {
 		t.Fatalf("decide: %d %s\n%s", p.status, p.header.Get("Location"), p.body)
 	}
 	p = b.get(p.header.Get("Location"))
-	for _, want := range []string{"The operation is now waiting", "alice (approver) decided extend", "(ship &lt;it&gt; tonight)"} {
+	for _, want := range []string{"The operation is now waiting", "alice (approver) decided extend", "ship &lt;it&gt; tonight"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("after the decision the page lacks %q:\n%s", want, p.body)
 		}
@@ -136,7 +136,7 @@ func TestProviderStringsShownAsText(t *testing.T) {
 // TestMaySeeHidesOperations: an operation the visibility function refuses
 // is absent from the queue and answers 404 everywhere.
 func TestMaySeeHidesOperations(t *testing.T) {
-	r := newRig(t, func(who pollwarden.Actor, op *pollwarden.Operation) bool {
+	r := newRig(t, func(who httpapi.Caller, op *pollwarden.Operation) bool {
 		return who.Role != pollwarden.RoleAgent || op.ID != "secret-1"
 	})
 	r.escalate("secret-1", "running")
@@ -357,5 +357,30 @@ func TestStopWaitingGoesToTheController(t *testing.T) {
 		}
 	default:
 		t.Errorf("stop: %d\n%s", p.status, p.body)
+	}
+}
+
+// TestAgentSeesOnlyItsOwnOperations: with the tokens' own rule (no MaySee
+// given), an agent's console shows only the operations its token created;
+// another agent's answers 404 on every page, and an approver sees both.
+func TestAgentSeesOnlyItsOwnOperations(t *testing.T) {
+	r := newRig(t, nil)
+	r.escalate("mine-1", "running")
+	r.escalateOwned("theirs-1", "running", "rival-agent")
+	agent := r.browser()
+	agent.signIn(agentToken)
+	q := agent.get("/ui/?phase=")
+	if strings.Contains(q.body, "theirs-1") || !strings.Contains(q.body, "mine-1") {
+		t.Errorf("queue for build-agent:\n%s", q.body)
+	}
+	for _, path := range []string{"/ui/operations/theirs-1", "/ui/operations/theirs-1/events"} {
+		if p := agent.get(path); p.status != http.StatusNotFound || strings.Contains(p.body, "theirs-1") && p.status == http.StatusOK {
+			t.Errorf("%s answered build-agent %d", path, p.status)
+		}
+	}
+	approver := r.browser()
+	approver.signIn(approverToken)
+	if body := approver.get("/ui/").body; !strings.Contains(body, "theirs-1") || !strings.Contains(body, "mine-1") {
+		t.Error("the approver does not see both operations")
 	}
 }

@@ -36,7 +36,7 @@ func (c *Console) queueEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		h := fnv.New64a()
 		for _, op := range ops {
-			if c.maySee(v.Actor, op) {
+			if c.maySee(v.Caller, op) {
 				fmt.Fprintf(h, "%s/%d;", op.ID, op.Version)
 			}
 		}
@@ -59,7 +59,7 @@ func (c *Console) operationEvents(w http.ResponseWriter, r *http.Request) {
 		signal = ch
 	}
 	c.stream(w, r, signal, func(ctx context.Context) (uint64, error) {
-		op, err := c.visible(ctx, v.Actor, id)
+		op, err := c.visible(ctx, v.Caller, id)
 		if err != nil {
 			return 0, err
 		}

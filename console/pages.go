@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/httpapi"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -76,7 +77,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	f, problem := readFilter(r.URL.Query())
 	now := c.now()
-	escalated, err := c.list(r.Context(), v.Actor, pollwarden.ListParams{Phase: pollwarden.PhaseEscalated, Limit: listLimit}, filter{})
+	escalated, err := c.list(r.Context(), v.Caller, pollwarden.ListParams{Phase: pollwarden.PhaseEscalated, Limit: listLimit}, filter{})
 	if err != nil {
 		c.internal(w, r, err)
 		return
@@ -85,7 +86,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(escalated, func(a, b *pollwarden.Operation) int { return escalatedAt(a).Compare(escalatedAt(b)) })
 	var others []*pollwarden.Operation
 	if problem == "" {
-		others, err = c.list(r.Context(), v.Actor, pollwarden.ListParams{Phase: pollwarden.Phase(f.Phase), Limit: listLimit}, f)
+		others, err = c.list(r.Context(), v.Caller, pollwarden.ListParams{Phase: pollwarden.Phase(f.Phase), Limit: listLimit}, f)
 		if err != nil {
 			c.internal(w, r, err)
 			return
@@ -106,7 +107,13 @@ func escalatedAt(op *pollwarden.Operation) time.Time {
 }
 
 // list reads operations that who may see and f matches.
-func (c *Console) list(ctx context.Context, who pollwarden.Actor, p pollwarden.ListParams, f filter) ([]*pollwarden.Operation, error) {
+func (c *Console) list(ctx context.Context, who httpapi.Caller, p pollwarden.ListParams, f filter) ([]*pollwarden.Operation, error) {
+	// The owner filter runs in the store, before the limit, as the API's.
+	owner, ok := who.ListOwner()
+	if !ok {
+		return nil, nil
+	}
+	p.Owner = owner
 	ops, err := c.store.OperationList(ctx, p)
 	if err != nil {
 		return nil, err
@@ -141,7 +148,7 @@ func (c *Console) operation(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer, status int, problem, decided string) {
 	id := r.PathValue("id")
-	op, err := c.visible(r.Context(), v.Actor, id)
+	op, err := c.visible(r.Context(), v.Caller, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
 		return
@@ -197,7 +204,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		c.showOperation(w, r, v, http.StatusUnprocessableEntity, fmt.Sprintf("The note is longer than %d bytes.", maxNote), "")
 		return
 	}
-	op, err := c.visible(r.Context(), v.Actor, id)
+	op, err := c.visible(r.Context(), v.Caller, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
 		return

@@ -46,7 +46,7 @@ type rig struct {
 	srv     *httptest.Server
 }
 
-func newRig(t *testing.T, maySee func(pollwarden.Actor, *pollwarden.Operation) bool) *rig {
+func newRig(t *testing.T, maySee func(httpapi.Caller, *pollwarden.Operation) bool) *rig {
 	t.Helper()
 	r := &rig{t: t, fp: fp.New(), changes: httpapi.NewChanges()}
 	t.Cleanup(r.fp.Close)
@@ -98,14 +98,19 @@ escalation:
 	return r
 }
 
-// escalate registers job id with the provider answering state and steps
-// it until it escalates.
+// escalate registers job id, created by the agent build-agent, with the
+// provider answering state and steps it until it escalates.
 func (r *rig) escalate(id, state string) *pollwarden.Operation {
+	return r.escalateOwned(id, state, "build-agent")
+}
+
+// escalateOwned is escalate for an operation another token created.
+func (r *rig) escalateOwned(id, state, owner string) *pollwarden.Operation {
 	r.t.Helper()
 	r.fp.Script(id, fp.State(state, nil))
 	ex, _ := r.set.Get("export")
 	ctx := context.Background()
-	if _, _, err := r.ctl.Submit(ctx, ex, policy.NewParams{ID: id, ProviderJobID: id, MaxStatusRequests: 1}); err != nil {
+	if _, _, err := r.ctl.Submit(ctx, ex, policy.NewParams{ID: id, ProviderJobID: id, MaxStatusRequests: 1, Owner: owner}); err != nil {
 		r.t.Fatal(err)
 	}
 	for range 50 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/httpapi"
 )
 
 // The cookies. The session cookie holds only a random id; the pre-session
@@ -88,7 +89,9 @@ func (s *sessions) drop(id string) {
 // viewer is who looks at a page: the actor, their session's CSRF token,
 // and whether they may decide.
 type viewer struct {
-	Actor  pollwarden.Actor
+	Actor pollwarden.Actor
+	// Caller is the token's entry: what it may see (httpapi.Caller.Sees).
+	Caller httpapi.Caller
 	CSRF   string
 	Decide bool
 	id     string
@@ -104,12 +107,12 @@ func (c *Console) who(r *http.Request) (viewer, bool) {
 	if !ok {
 		return viewer{}, false
 	}
-	actor, ok := c.tokens.Lookup(sess.token)
+	caller, ok := c.tokens.Identify(sess.token)
 	if !ok {
 		c.sessions.drop(ck.Value)
 		return viewer{}, false
 	}
-	return viewer{Actor: actor, CSRF: sess.csrf, Decide: actor.Role.CanGrant(), id: ck.Value}, true
+	return viewer{Actor: caller.Actor, Caller: caller, CSRF: sess.csrf, Decide: caller.Role.CanGrant(), id: ck.Value}, true
 }
 
 // cookie builds a console cookie: HttpOnly (no script reads it),
@@ -167,7 +170,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	if _, ok := c.tokens.Lookup(token); !ok {
+	if _, ok := c.tokens.Identify(token); !ok {
 		c.signinPage(w, r, http.StatusUnauthorized, "Unknown token.")
 		return
 	}
