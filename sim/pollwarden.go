@@ -134,7 +134,14 @@ func (p *realPolicy) rand(k int) *rng { return &p.rngs[k] }
 func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 	t := at(now)
 	op := p.ops[k]
-	g := policy.Gate(op, p.c, t)
+	// The controller has been running since the start, or since the end
+	// of its down time (restart): only wake-ups missed while it was down
+	// are spread (R9).
+	up := policy.Uptime{Since: Epoch}
+	if d := int64(e.cfg.DownEnd); e.cfg.DownEnd > e.cfg.DownStart && now >= d {
+		up.Since = at(d)
+	}
+	g := policy.GateUp(op, p.c, t, up)
 	switch g.Verdict {
 	case policy.Done:
 		return 0, false
