@@ -46,6 +46,9 @@ const (
 	DelayPollHint        DelaySource = "provider_poll_hint"
 	DelayLocalBackoff    DelaySource = "local_backoff"
 	DelayManualExtension DelaySource = "manual_extension"
+	// DelayCallback: a provider callback said the job ended, so the next
+	// request goes as soon as the limits allow (policy.Callback).
+	DelayCallback DelaySource = "provider_callback"
 )
 
 // Operation is the durable record of one wait (R4, R10). Everything needed

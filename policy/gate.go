@@ -103,11 +103,13 @@ func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up 
 // due at the decision, a fresh start an approver is waiting on, and a
 // daemon that learns of a decision made elsewhere (another process, the
 // CLI) only on its next look would otherwise take that look for a late
-// wake-up. u is derived from the operation's id and poll count rather than
+// wake-up. Nor is the request a provider callback asked for (it is news
+// to act on). u is derived from the operation's id and poll count rather than
 // a random source, so Gate stays a pure function of the record and the
 // time and gives the same answer before and after the lease.
 func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) (GateResult, bool) {
 	if op.NextPollSpread || op.CompletedPolls == 0 || op.NextPollSource == pollwarden.DelayManualExtension ||
+		op.NextPollSource == pollwarden.DelayCallback ||
 		now.Sub(op.NextPollAt) <= c.Backoff.Base || (!up.Since.IsZero() && !op.NextPollAt.Before(up.Since)) {
 		return GateResult{}, false
 	}
