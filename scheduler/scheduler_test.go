@@ -454,20 +454,25 @@ func TestBusyIsNotSpread(t *testing.T) {
 		}
 		downJobs = append(downJobs, job)
 	}
+	// Each operation has been polled once (so a late wake-up of it could
+	// be spread) and is not due for an hour.
+	setDue := func(at time.Time) {
+		for _, j := range jobs {
+			op := r.get("op-" + j)
+			op.CompletedPolls, op.NextPollAt = 1, at
+			if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
+				t.Fatal(err)
+			}
+			due["op-"+j] = at
+		}
+	}
+	setDue(r.clock.Now().Add(time.Hour))
 	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Concurrency: 1})
 	run := start(sched)
-	// After the scheduler started: each operation has been polled once
-	// (so a late wake-up of it could be spread) and falls due 200 ms from
-	// now, all at once.
-	at := r.clock.Now().Add(200 * time.Millisecond)
-	for _, j := range jobs {
-		op := r.get("op-" + j)
-		op.CompletedPolls, op.NextPollAt = 1, at
-		if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
-			t.Fatal(err)
-		}
-		due["op-"+j] = at
-	}
+	// Once the overdue ones are done the scheduler is surely running: now
+	// the 30 fall due together, after it started.
+	waitFor(t, "the operations due before the start end", 30*time.Second, func() bool { return r.waiting() == n })
+	setDue(r.clock.Now())
 	sched.Wake()
 	waitFor(t, "every operation ends", 60*time.Second, func() bool { return r.waiting() == 0 })
 	run.stop(t)
