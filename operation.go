@@ -51,6 +51,9 @@ const (
 	DelayPollHint        DelaySource = "provider_poll_hint"
 	DelayLocalBackoff    DelaySource = "local_backoff"
 	DelayManualExtension DelaySource = "manual_extension"
+	// DelayCallback: a provider callback said the job ended, so the next
+	// request goes as soon as the limits allow (policy.Callback).
+	DelayCallback DelaySource = "provider_callback"
 )
 
 // Operation is the durable record of one wait (R4, R10). Everything needed
@@ -107,7 +110,7 @@ type Operation struct {
 	// wake-up (R9, policy.Gate): the wake-up at that time sends its one
 	// request and is not spread a second time, however late it is.
 	NextPollSpread bool `json:"next_poll_spread,omitempty"`
-	// JitterFactor is R5's jitter, drawn once per operation uniformly in
+	// JitterFactor is R5's jitter, drawn once per operation (log-uniformly) in
 	// [0.5, 1] when the operation is created and kept here so a restart
 	// does not redraw it. A record written before it existed has 0: its
 	// next decision draws one and saves it (policy.Decide).

@@ -27,6 +27,7 @@ func simCmd(env Env) *cobra.Command {
 		scenario, plotFile, strategies string
 		n, runs                        int
 		seed                           uint64
+		callbackLoss                   float64
 		asJSON, experimental           bool
 	)
 	c := &cobra.Command{
@@ -42,7 +43,10 @@ Scenarios: herd (N jobs start within one second; log-normal durations, median
 60 s, sigma 1.0; deadline 40 min), outage (503 with Retry-After: 120 during
 [60 s, 180 s)), restart (the controller is down during [60 s, 210 s)),
 rate-limit (the provider answers 429 above max(10, N/50) requests per second),
-and brooker (the harness check against Brooker's contention table).
+callback (the herd's jobs, and the provider also calls back after each job's
+end, log-normal delay median 1 s, sigma 1, each callback lost with probability
+--callback-loss; only pollwarden acts on them), and brooker (the harness check
+against Brooker's contention table).
 
 See docs/sim.md for the model, the formulas and the counting rules.`,
 		Args: cobra.NoArgs,
@@ -70,6 +74,15 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 			cfg, err := sim.DefaultConfig(scenario, n, seed)
 			if err != nil {
 				return usage(err)
+			}
+			if cmd.Flags().Changed("callback-loss") {
+				if scenario != sim.Callback {
+					return usage(fmt.Errorf("--callback-loss applies only to --scenario %s", sim.Callback))
+				}
+				if !(callbackLoss >= 0 && callbackLoss <= 1) {
+					return usage(fmt.Errorf("--callback-loss must be a probability between 0 and 1, got %g", callbackLoss))
+				}
+				cfg.CallbackLoss = callbackLoss
 			}
 			if strategies != "" {
 				for _, s := range strings.Split(strategies, ",") {
@@ -110,7 +123,8 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&scenario, "scenario", sim.Herd, "herd, outage, restart, rate-limit or brooker")
+	f.StringVar(&scenario, "scenario", sim.Herd, "herd, outage, restart, rate-limit, callback or brooker")
+	f.Float64Var(&callbackLoss, "callback-loss", 0, "callback only: the probability that each completion callback is lost")
 	f.IntVar(&n, "n", 10_000, "number of operations")
 	f.Uint64Var(&seed, "seed", 1, "random seed; the same seed gives the same numbers")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
@@ -134,6 +148,9 @@ func printSim(w io.Writer, rep *sim.Report) {
 	if p.RateLimitPerS > 0 {
 		fmt.Fprintf(w, " · provider answers 429 above %d requests/s", p.RateLimitPerS)
 	}
+	if p.CallbackLoss != nil {
+		fmt.Fprintf(w, " · provider calls back %g s (median) after each job's end, %g%% of callbacks lost", p.CallbackMedianS, 100**p.CallbackLoss)
+	}
 	fmt.Fprintln(w)
 	burst := fmt.Sprintf("burstiness (≥ %d s)", p.BurstFromS)
 	if p.BurstBins > 0 {
@@ -150,6 +167,9 @@ func printSim(w io.Writer, rep *sim.Report) {
 			s.PeakRate, s.MeanRate, b, s.RetryAfterViolations, s.Answers503, s.Answers429, percent(s.StoppedByLimit))
 	}
 	tw.Flush()
+	if wo := rep.WithoutCallbacks; wo != nil {
+		fmt.Fprintf(w, "pollwarden deaf to callbacks, same jobs: %.2f req/job, lag p50 %.1f s, p99 %.1f s\n", wo.RequestsPerJob, wo.LagP50, wo.LagP99)
+	}
 	fmt.Fprintf(w, "burstiness: a 1 s bin's count over its 30 s centred moving average, bins whose average is at least %g/s\n", p.BurstFloor)
 	if len(rep.Targets) == 0 {
 		return

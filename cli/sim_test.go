@@ -80,6 +80,29 @@ func TestSimBrooker(t *testing.T) {
 	}
 }
 
+// TestSimCallbackScenario: the callback scenario prints the same JSON
+// fields with the loss it ran and the deaf reference beside them.
+func TestSimCallbackScenario(t *testing.T) {
+	code, out, errs := runSim(t, "--scenario", "callback", "--n", "300", "--callback-loss", "0.25", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Scenario   string           `json:"scenario"`
+		Strategies []map[string]any `json:"strategies"`
+		Params     struct {
+			CallbackLoss *float64 `json:"callback_loss"`
+		} `json:"params"`
+		Without map[string]any `json:"pollwarden_without_callbacks"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scenario != "callback" || len(rep.Strategies) != 6 || rep.Params.CallbackLoss == nil || *rep.Params.CallbackLoss != 0.25 || rep.Without == nil {
+		t.Errorf("report %+v", rep)
+	}
+}
+
 func TestSimBadInputIsUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--scenario", "stampede"},
@@ -88,6 +111,9 @@ func TestSimBadInputIsUsage(t *testing.T) {
 		{"--plot", "rate.pdf"},
 		{"--strategies", "fixed-5s"},
 		{"--scenario", "brooker", "--runs", "0"},
+		{"--scenario", "callback", "--callback-loss", "1.5"},
+		{"--scenario", "callback", "--callback-loss", "-1"},
+		{"--scenario", "herd", "--callback-loss", "0.5"},
 		{"--bogus"},
 		{"extra-arg"},
 	} {

@@ -125,7 +125,7 @@ func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op 
 // call outlived the lease). The cancel is marked interrupted and the step
 // goes on observing; where the contract documents cancel as idempotent it
 // is sent again instead. handled is false when op has no such cancel.
-func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, now time.Time) (res StepResult, handled bool, err error) {
+func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, now time.Time, up policy.Uptime) (res StepResult, handled bool, err error) {
 	ct := ex.Contract()
 	next, events, resend, ok := policy.InterruptedCancel(op, ct, now)
 	if !ok {
@@ -140,7 +140,7 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 		if err != nil {
 			return StepResult{}, true, err
 		}
-		res, err := c.step(ctx, ex, next)
+		res, err := c.step(ctx, ex, next, up)
 		return res, true, err
 	}
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{

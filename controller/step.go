@@ -31,7 +31,7 @@ func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string
 		if err != nil {
 			return StepResult{}, err
 		}
-		return c.step(ctx, ex, op)
+		return c.step(ctx, ex, op, policy.Uptime{})
 	})
 }
 
@@ -41,7 +41,15 @@ func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string
 // lease and re-checks everything, so a stale copy can cost a wasted claim
 // or a retry later, never a request the stored record does not allow.
 func (c *Controller) StepFrom(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
-	return c.observed(func() (StepResult, error) { return c.step(ctx, ex, op.Clone()) })
+	return c.StepFromUp(ctx, ex, op, policy.Uptime{})
+}
+
+// StepFromUp is StepFrom with the caller's Uptime (policy.GateUp): a
+// scheduler passes when it started or last resumed from a stall, so a
+// step late only because the scheduler is busy sends at once instead of
+// being spread like a wake-up missed while no process was running (R9).
+func (c *Controller) StepFromUp(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
+	return c.observed(func() (StepResult, error) { return c.step(ctx, ex, op.Clone(), up) })
 }
 
 func (c *Controller) observed(step func() (StepResult, error)) (StepResult, error) {
@@ -56,16 +64,16 @@ func (c *Controller) observed(step func() (StepResult, error)) (StepResult, erro
 	return res, err
 }
 
-func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
+func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
 	ct := ex.Contract()
 	if op.Contract != ct.Name {
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
-	if res, settled, err := c.settle(ctx, policy.Gate(op, ct, now), now); settled {
+	if res, settled, err := c.settle(ctx, policy.GateUp(op, ct, now, up), now); settled {
 		return res, err
 	}
-	if res, handled, err := c.interruptedCancel(ctx, ex, op, now); handled {
+	if res, handled, err := c.interruptedCancel(ctx, ex, op, now, up); handled {
 		return res, err
 	}
 	// The claim runs the same checks on the record as reloaded under the
@@ -77,7 +85,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
 		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
-			if gate = policy.Gate(fresh, ct, now); gate.Verdict != policy.Send {
+			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
 				return nil, nil
 			}
 			var next *pollwarden.Operation

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -27,23 +28,26 @@ const (
 	FactorMin = 0.5
 	FactorMax = 1.0
 	// CappedFactorMax bounds the factor once the raw delay has reached
-	// backoff.max: the factor is mapped linearly from [0.5, 1] into
-	// [0.5, 0.7]. By then the operations have long since spread out, and
+	// backoff.max: the factor is mapped from [0.5, 1] into [0.5, 0.7]
+	// (CappedFactor). By then the operations have long since spread out, and
 	// the longest delay alone sets how late the end of a long job is seen:
 	// in the herd this takes the detection lag p99 from 103 s to 74 s
 	// (docs/decisions.md, "Scheduling").
 	CappedFactorMax = 0.7
 )
 
-// DrawFactor draws an operation's jitter factor, uniform in [0.5, 1]
-// (R5: "uniform in [50 %, 100 %] of raw, drawn per operation"). It is
-// drawn once, when the operation is created, and kept on the record, so a
-// restart does not redraw it. One factor per operation, rather than one
-// per delay, keeps each operation's polls at a fixed fraction of the raw
-// schedule: a herd started together spreads into flat waves instead of
-// the peaked sums of independent uniforms.
+// DrawFactor draws an operation's jitter factor, log-uniformly in
+// [0.5, 1): f = 0.5·2^u with u uniform in [0, 1). R5 fixes the range and
+// leaves the distribution to measurements. It is drawn once, when the
+// operation is created, and kept on the record, so a restart does not
+// redraw it. With one factor per operation the k-th polls of a herd
+// started together fall at f·S_k (S_k the sum of the first k raw delays);
+// a log-uniform f gives every such wave the density N/(t·ln 2), so
+// consecutive waves meet at the same height instead of in steps of two,
+// which is what kept a uniform factor's herd burstiness above 1.5 on half
+// the seeds (docs/decisions.md, "Scheduling").
 func DrawFactor(r Rand) float64 {
-	return FactorMin + (FactorMax-FactorMin)*r.Float64()
+	return FactorMin * math.Exp2(r.Float64())
 }
 
 // ValidFactor reports whether f can be an operation's jitter factor. A
@@ -52,18 +56,33 @@ func ValidFactor(f float64) bool { return f >= FactorMin && f <= FactorMax }
 
 // Delay is R5's actual delay for an operation whose jitter factor is f:
 // f·raw while raw is below backoff.max, and, once raw has reached it, the
-// same factor mapped into [0.5, CappedFactorMax]. Both stay within
-// [50 %, 100 %] of raw. An invalid factor (an old record) counts as the
-// middle of the range until Decide gives the record its own.
+// same factor mapped into [0.5, CappedFactorMax] (CappedFactor). Both stay
+// within [50 %, 100 %] of raw. An invalid factor (an old record) counts as
+// the middle of the range until Decide gives the record its own.
 func Delay(b pollwarden.Backoff, attempt int, f float64) time.Duration {
 	if !ValidFactor(f) {
 		f = (FactorMin + FactorMax) / 2
 	}
 	raw := RawDelay(b, attempt)
 	if raw >= b.Max {
-		f = FactorMin + (f-FactorMin)*(CappedFactorMax-FactorMin)/(FactorMax-FactorMin)
+		f = CappedFactor(f)
 	}
 	return time.Duration(f * float64(raw))
+}
+
+// CappedFactor maps an operation's factor f in [0.5, 1] to the factor it
+// uses once raw has reached backoff.max, in [0.5, CappedFactorMax]:
+// 0.5 + 0.2·(1/2 + asin(2u−1)/π) with u = log2(2f), uniform for a drawn
+// factor. Below the cap a herd's waves are separated by a gap no R5
+// schedule can close, so hard wave edges (a flat u) are best; at the cap
+// the waves overlap, and a hard edge is a step in the request rate. This
+// map is steepest at both ends, so each capped wave fades in and out (its
+// factor's density is a sine bell) and the overlapping waves add up
+// without steps: herd burstiness at n = 100,000 1.50–1.52 → 1.41–1.45
+// against the linear map (docs/decisions.md, "Scheduling").
+func CappedFactor(f float64) float64 {
+	u := min(max(math.Log2(f/FactorMin), 0), 1)
+	return FactorMin + (CappedFactorMax-FactorMin)*(0.5+math.Asin(2*u-1)/math.Pi)
 }
 
 // Jitter draws a delay uniformly in [raw/2, raw]: R5's bounds with a fresh

@@ -43,6 +43,29 @@ type GateResult struct {
 // passes the time check once and so sends at most one request (R9); one
 // later than the contract's base delay is first spread (see spreadLate).
 func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateResult {
+	return GateUp(op, c, now, Uptime{})
+}
+
+// Uptime is the caller's word on why a wake-up may be late, which the
+// record alone cannot tell: a daemon that is merely busy (more work due
+// than its concurrency) starts steps late too, and spreading those would
+// postpone work that is already behind. It is a value, so Gate stays a
+// pure function of what it is given.
+type Uptime struct {
+	// Since is when the caller last started, or resumed after a stall,
+	// and has been running since. A wake-up due at or after Since fell
+	// due while the caller was running, so it is late only because the
+	// caller is busy: it sends at once, however late. One due before
+	// Since fell due while no process (or a stalled one) was there to
+	// send it, and is spread (R9, see spreadLate). Zero means the caller
+	// cannot tell, and every late wake-up counts as missed while down.
+	Since time.Time
+}
+
+// GateUp is Gate with the caller's Uptime: a scheduler passes when it
+// started or last resumed, so only wake-ups missed while it was not
+// running are spread.
+func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) GateResult {
 	switch {
 	case op.Phase.Terminal():
 		return GateResult{Verdict: Done, Op: op}
@@ -56,7 +79,7 @@ func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateR
 	case now.Before(op.NextPollAt):
 		return GateResult{Verdict: Wait, Until: op.NextPollAt, Op: op}
 	}
-	if g, ok := spreadLate(op, c, now); ok {
+	if g, ok := spreadLate(op, c, now, up); ok {
 		return g
 	}
 	return GateResult{Verdict: Send, Op: op}
@@ -73,17 +96,21 @@ func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateR
 // time is saved (Spread) and marked, so the wake-up at that time sends
 // however late it is: a request is postponed once, never chased.
 //
+// Only a wake-up missed while no process was running is spread: one that
+// fell due after up.Since is late because the caller is busy, and sends.
 // The first request of an operation is not spread: no interval was
 // missed. Nor is the first request after an approver's extension: it is
 // due at the decision, a fresh start an approver is waiting on, and a
 // daemon that learns of a decision made elsewhere (another process, the
 // CLI) only on its next look would otherwise take that look for a late
-// wake-up. u is derived from the operation's id and poll count rather than
+// wake-up. Nor is the request a provider callback asked for (it is news
+// to act on). u is derived from the operation's id and poll count rather than
 // a random source, so Gate stays a pure function of the record and the
 // time and gives the same answer before and after the lease.
-func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (GateResult, bool) {
+func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) (GateResult, bool) {
 	if op.NextPollSpread || op.CompletedPolls == 0 || op.NextPollSource == pollwarden.DelayManualExtension ||
-		now.Sub(op.NextPollAt) <= c.Backoff.Base {
+		op.NextPollSource == pollwarden.DelayCallback ||
+		now.Sub(op.NextPollAt) <= c.Backoff.Base || (!up.Since.IsZero() && !op.NextPollAt.Before(up.Since)) {
 		return GateResult{}, false
 	}
 	d := Delay(c.Backoff, op.CompletedPolls, op.JitterFactor)

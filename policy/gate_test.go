@@ -233,3 +233,38 @@ func extendedOp(t *testing.T, c *pollwarden.Contract, decidedAt time.Time) *poll
 	op.NextPollSource = pollwarden.DelayManualExtension
 	return op
 }
+
+// TestR9_BusyIsNotDown: the same late record is spread when the caller
+// says its due time fell before the caller (re)started, and sent at once
+// when the caller has been running since before it fell due (late only
+// because the caller is busy). A caller that cannot tell spreads.
+func TestR9_BusyIsNotDown(t *testing.T) {
+	c := testContract()
+	due := t0.Add(2 * time.Minute)
+	op := polledOp(t, c, 6, due)
+	late := due.Add(10 * time.Minute)
+	for name, tc := range map[string]struct {
+		up     Uptime
+		spread bool
+	}{
+		"caller cannot tell":                     {Uptime{}, true},
+		"restarted after the due time":           {Uptime{Since: due.Add(9 * time.Minute)}, true},
+		"running since before the due time":      {Uptime{Since: due.Add(-time.Hour)}, false},
+		"running since exactly the due time":     {Uptime{Since: due}, false},
+		"resumed from a stall a moment after it": {Uptime{Since: due.Add(time.Millisecond)}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := GateUp(op, c, late, tc.up)
+			switch {
+			case tc.spread && (g.Verdict != Wait || !g.Spread):
+				t.Fatalf("verdict %d spread %v, want a spread Wait", g.Verdict, g.Spread)
+			case !tc.spread && (g.Verdict != Send || g.Spread || len(g.Events) != 0):
+				t.Fatalf("verdict %d spread %v events %d, want Send at once", g.Verdict, g.Spread, len(g.Events))
+			}
+		})
+	}
+	// Uptime never lets a request past the checks that come first.
+	if g := GateUp(op, c, op.DeadlineAt, Uptime{Since: t0}); g.Verdict != Stop {
+		t.Fatalf("at the deadline while busy: verdict %d, want Stop", g.Verdict)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -9,15 +10,18 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestR5_FactorIsUniformInHalfToOne: the per-operation factor is a
-// uniform draw in [0.5, 1] — linear in the random draw, and a histogram of
-// many draws is flat. A log-uniform factor puts 37 % more draws in the
-// lowest tenth than in a flat one and fails here.
-func TestR5_FactorIsUniformInHalfToOne(t *testing.T) {
-	for u, want := range map[float64]float64{0: 0.5, 0.25: 0.625, 0.5: 0.75, 0.75: 0.875} {
-		if got := DrawFactor(fixedRand(u)); got != want {
+// TestR5_FactorIsLogUniformInHalfToOne: the per-operation factor is
+// 0.5·2^u for the uniform draw u, so log2(2f) is flat: each of ten equal
+// slices of [0.5, 1] in log scale holds a tenth of many draws. A uniform
+// factor puts 30 % fewer draws than that in the lowest slice and fails here.
+func TestR5_FactorIsLogUniformInHalfToOne(t *testing.T) {
+	for u, want := range map[float64]float64{0: 0.5, 0.5: 0.5 * math.Exp2(0.5), 0.25: 0.5 * math.Pow(2, 0.25)} {
+		if got := DrawFactor(fixedRand(u)); math.Abs(got-want) > 1e-15 {
 			t.Errorf("DrawFactor(%v) = %v, want %v", u, got, want)
 		}
+	}
+	if f := DrawFactor(fixedRand(math.Nextafter(1, 0))); !ValidFactor(f) {
+		t.Errorf("DrawFactor(largest draw) = %v, outside [0.5, 1]", f)
 	}
 	r := seeded(7)
 	const n, bins = 100000, 10
@@ -27,12 +31,13 @@ func TestR5_FactorIsUniformInHalfToOne(t *testing.T) {
 		if !ValidFactor(f) {
 			t.Fatalf("factor %v outside [0.5, 1]", f)
 		}
-		h[min(int((f-0.5)*2*bins), bins-1)]++
+		h[min(int(math.Log2(2*f)*bins), bins-1)]++
 	}
 	for i, c := range h {
 		// n/bins = 10,000 per bin; 4 % is over four standard deviations.
 		if c < n/bins*96/100 || c > n/bins*104/100 {
-			t.Errorf("factor bin [%.2f, %.2f): %d of %d draws, want about %d", 0.5+float64(i)/20, 0.5+float64(i+1)/20, c, n, n/bins)
+			t.Errorf("factor bin [%.3f, %.3f): %d of %d draws, want about %d",
+				0.5*math.Exp2(float64(i)/bins), 0.5*math.Exp2(float64(i+1)/bins), c, n, n/bins)
 		}
 	}
 }
@@ -46,8 +51,9 @@ func TestR5_FactorDrawnOncePerOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op.JitterFactor != 0.75 {
-		t.Fatalf("factor at creation %v, want 0.75 from the draw 0.5", op.JitterFactor)
+	f := 0.5 * math.Exp2(0.5)
+	if op.JitterFactor != f {
+		t.Fatalf("factor at creation %v, want 0.5·√2 from the draw 0.5", op.JitterFactor)
 	}
 	now := t0
 	for poll := 1; poll <= 4; poll++ {
@@ -56,12 +62,12 @@ func TestR5_FactorDrawnOncePerOperation(t *testing.T) {
 		// schedule the same time: the delay does not depend on them.
 		a := Decide(res, c, obs200("running", nil), now, fixedRand(0))
 		b := Decide(res, c, obs200("running", nil), now, fixedRand(0.999))
-		if !a.Op.NextPollAt.Equal(b.Op.NextPollAt) || a.Op.JitterFactor != 0.75 {
+		if !a.Op.NextPollAt.Equal(b.Op.NextPollAt) || a.Op.JitterFactor != f {
 			t.Fatalf("poll %d: next %s vs %s (factor %v): the delay was drawn per delay", poll, a.Op.NextPollAt, b.Op.NextPollAt, a.Op.JitterFactor)
 		}
 		raw := RawDelay(c.Backoff, poll)
-		if got, want := a.Op.NextPollAt.Sub(now), time.Duration(0.75*float64(raw)); raw < c.Backoff.Max && got != want {
-			t.Fatalf("poll %d: delay %s, want 0.75 × raw %s = %s", poll, got, raw, want)
+		if got, want := a.Op.NextPollAt.Sub(now), time.Duration(f*float64(raw)); raw < c.Backoff.Max && got != want {
+			t.Fatalf("poll %d: delay %s, want %v × raw %s = %s", poll, got, f, raw, want)
 		}
 		op, now = a.Op, a.Op.NextPollAt
 	}
@@ -76,7 +82,7 @@ func TestR5_OldRecordWithoutFactorGetsOneAtItsNextDecision(t *testing.T) {
 	op.JitterFactor = 0
 	res := reservedAt(t, c, op, t0)
 	st := Decide(res, c, obs200("running", nil), t0, fixedRand(1.0/3))
-	if want := 0.5 + 0.5/3; st.Op.JitterFactor != want {
+	if want := 0.5 * math.Exp2(1.0/3); st.Op.JitterFactor != want {
 		t.Fatalf("factor after the first decision %v, want %v", st.Op.JitterFactor, want)
 	}
 	if got, want := st.Op.NextPollAt.Sub(t0), Delay(c.Backoff, 1, st.Op.JitterFactor); got != want {
@@ -85,7 +91,8 @@ func TestR5_OldRecordWithoutFactorGetsOneAtItsNextDecision(t *testing.T) {
 }
 
 // TestR5_FactorNarrowsAtTheCap: below backoff.max the delay is factor ×
-// raw; once raw has reached it the factor maps into [0.5, 0.7].
+// raw; once raw has reached it the factor maps into [0.5, 0.7], the
+// ends to the ends and the middle of the log scale (0.5·√2) to 0.6.
 func TestR5_FactorNarrowsAtTheCap(t *testing.T) {
 	b := pollwarden.Backoff{Base: 5 * time.Second, Max: 120 * time.Second}
 	for _, tc := range []struct {
@@ -94,7 +101,7 @@ func TestR5_FactorNarrowsAtTheCap(t *testing.T) {
 		want    time.Duration
 	}{
 		{1, 0.5, 5 * time.Second}, {1, 1, 10 * time.Second}, {4, 0.75, 60 * time.Second}, {4, 1, 80 * time.Second},
-		{5, 0.5, 60 * time.Second}, {5, 0.75, 72 * time.Second}, {5, 1, 84 * time.Second}, {40, 1, 84 * time.Second},
+		{5, 0.5, 60 * time.Second}, {5, 0.5 * math.Exp2(0.5), 72 * time.Second}, {5, 1, 84 * time.Second}, {40, 1, 84 * time.Second},
 		{2, 0, 15 * time.Second}, // no factor yet: the middle of the range
 	} {
 		if got := Delay(b, tc.attempt, tc.f); got != tc.want {
@@ -198,5 +205,36 @@ func TestR8_RateLimitedWindowIsFourToEightTimesRaw(t *testing.T) {
 		if got := RateLimitedDelay(b, tc.attempt, fixedRand(tc.u)); got != tc.want {
 			t.Errorf("RateLimitedDelay(attempt %d, u %v) = %s, want %s", tc.attempt, tc.u, got, tc.want)
 		}
+	}
+}
+
+// TestR5_CappedFactorIsABellInItsRange: the capped factor grows with the
+// factor, stays in [0.5, 0.7], and is steepest at the ends, so drawn
+// factors pile up in the middle of the capped range, not at its edges
+// (no hard wave edge for capped delays).
+func TestR5_CappedFactorIsABellInItsRange(t *testing.T) {
+	prev := 0.0
+	for i := 0; i <= 1000; i++ {
+		g := CappedFactor(0.5 * math.Exp2(float64(i)/1000))
+		if g < FactorMin || g > CappedFactorMax || g < prev {
+			t.Fatalf("CappedFactor at u = %v: %v (previous %v), want non-decreasing in [0.5, 0.7]", float64(i)/1000, g, prev)
+		}
+		prev = g
+	}
+	r := seeded(3)
+	const n = 100000
+	var ends, middle int
+	for range n {
+		switch g := CappedFactor(DrawFactor(r)); {
+		case g < 0.52 || g > 0.68:
+			ends++
+		case g >= 0.59 && g < 0.61:
+			middle++
+		}
+	}
+	// A flat map would put 20 % of draws in the outer tenths and 10 % in
+	// the middle one; the sine bell puts about 4.9 % and 15.6 % there.
+	if ends > n*7/100 || middle < n*14/100 {
+		t.Errorf("%d of %d capped factors in the outer tenths, %d in the middle one: not a bell", ends, n, middle)
 	}
 }

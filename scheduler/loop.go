@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // maxSkipRows bounds, in batches, how far past operations it cannot start
@@ -51,6 +52,11 @@ type loop struct {
 	// expect is when the loop planned to wake; waking much later is a
 	// stall.
 	expect time.Time
+	// upSince is when Run started or last resumed from a stall: an
+	// operation due since then is late only because the scheduler is
+	// busy, and its step is told so (policy.Uptime), so it is not
+	// spread like a wake-up missed while no process was running (R9).
+	upSince time.Time
 	// missing holds operations whose missing contract was logged once.
 	missing  map[string]bool
 	ceilings map[string]*ceiling
@@ -80,6 +86,7 @@ func (l *loop) iterate(ctx context.Context) time.Time {
 		// clock, not the wall clock the due times are written in.
 		if late := now.Round(0).Sub(l.expect.Round(0)); late > stallAfter {
 			s.log.Warn("scheduler woke late; pacing the operations overdue by now", "late", late.Round(time.Millisecond))
+			l.upSince = now.Round(0)
 			l.startCatchUp(now, "stall")
 		}
 		l.expect = time.Time{}
@@ -268,9 +275,10 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			break
 		}
 		l.steps.Add(1)
+		up := policy.Uptime{Since: l.upSince}
 		go func() {
 			defer l.steps.Done()
-			s.step(withCeiling(ctx, c), ex, op)
+			s.step(withCeiling(ctx, c), ex, op, up)
 		}()
 	}
 	stopped := stop < len(l.cands) && !notDue

@@ -37,6 +37,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // Contracts is the current contract set, looked up by name on every use so
@@ -198,7 +199,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.running.Store(false)
 	var steps sync.WaitGroup
 	l := newLoop(s, &steps)
-	l.startCatchUp(s.clock.Now(), "start")
+	now := s.clock.Now()
+	l.upSince = now.Round(0)
+	l.startCatchUp(now, "start")
 	for ctx.Err() == nil {
 		next := l.iterate(ctx)
 		s.sleepUntil(ctx, l, next)
@@ -324,13 +327,13 @@ func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bo
 // step starts from the record as fetched (controller.StepFrom): the claim
 // reloads it under the lease anyway, so reading it again first would only
 // cost a read.
-func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) {
+func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) {
 	start := s.clock.Now()
 	if s.observer != nil && !op.NextPollAt.IsZero() {
 		// Wall-clock difference, like the due times themselves.
 		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
 	}
-	res, err := s.ctl.StepFrom(ctx, ex, op)
+	res, err := s.ctl.StepFromUp(ctx, ex, op, up)
 	now := s.clock.Now()
 	if err == nil && res.Op != nil {
 		s.log.Debug("step", "operation", op.ID, "contract", op.Contract, "phase", res.Op.Phase,

@@ -445,3 +445,104 @@ func TestStallPacesOverdue(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyIsNotSpread: operations that fall due while the scheduler is
+// running but busy (more due than its concurrency, each answer taking
+// 30 ms) start late, some by many times the base delay; they are late
+// because of load, not because no process was running, so each sends its
+// request at once instead of being spread as a missed wake-up (R9).
+// Operations due before the scheduler started are still spread.
+func TestBusyIsNotSpread(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("busy", "")
+	ctl := r.controller(r.store, "owner-a", nil)
+	const n = 30
+	var jobs []string
+	due := map[string]time.Time{}
+	for i := range n {
+		job := fmt.Sprintf("job-%03d", i)
+		r.srv.Script(job, fp.Step{JSON: map[string]any{"state": "succeeded", "result": map[string]any{"url": "https://files.example.com/" + job}},
+			Delay: 30 * time.Millisecond})
+		r.submit(ctl, ex, "op-"+job, job)
+		jobs = append(jobs, job)
+	}
+	// For contrast, operations polled once and due an hour before the
+	// scheduler started: missed while no process ran, so spread.
+	var downJobs []string
+	for i := range 3 {
+		job := fmt.Sprintf("down-%d", i)
+		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
+		op := r.submit(ctl, ex, "op-"+job, job)
+		op.CompletedPolls, op.NextPollAt = 1, r.clock.Now().Add(-time.Hour)
+		if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
+			t.Fatal(err)
+		}
+		downJobs = append(downJobs, job)
+	}
+	// Each operation has been polled once (so a late wake-up of it could
+	// be spread) and is not due for an hour.
+	setDue := func(at time.Time) {
+		for _, j := range jobs {
+			op := r.get("op-" + j)
+			op.CompletedPolls, op.NextPollAt = 1, at
+			if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
+				t.Fatal(err)
+			}
+			due["op-"+j] = at
+		}
+	}
+	setDue(r.clock.Now().Add(time.Hour))
+	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Concurrency: 1})
+	run := start(sched)
+	// Once the overdue ones are done the scheduler is surely running: now
+	// the 30 fall due together, after it started.
+	waitFor(t, "the operations due before the start end", 30*time.Second, func() bool { return r.waiting() == n })
+	setDue(r.clock.Now())
+	sched.Wake()
+	waitFor(t, "every operation ends", 60*time.Second, func() bool { return r.waiting() == 0 })
+	run.stop(t)
+	noSchedulerGoroutines(t)
+
+	spread := func(id string) []string {
+		evs, err := r.store.EventList(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range evs {
+			if e.Kind == pollwarden.EventNextCheckScheduled && strings.Contains(e.Data.Detail, "late wake-up") {
+				out = append(out, e.Data.Detail)
+			}
+		}
+		return out
+	}
+	for _, j := range downJobs {
+		if got := spread("op-" + j); len(got) != 1 || r.srv.Count(j) != 1 {
+			t.Errorf("op-%s, due an hour before the start: spread %q, %d requests; want spread once, then one request", j, got, r.srv.Count(j))
+		}
+	}
+	base := ex.Contract().Backoff.Base
+	late := 0
+	for _, j := range jobs {
+		id := "op-" + j
+		reqs := r.srv.Requests(j)
+		if len(reqs) != 1 {
+			t.Fatalf("%s: %d requests, want 1", id, len(reqs))
+		}
+		// One at a time, 30 ms each: the k-th starts at least k·30 ms
+		// after the due time, whatever the machine's speed.
+		if reqs[0].Time.Sub(due[id]) > base {
+			late++
+		}
+		if got := spread(id); len(got) > 0 {
+			t.Errorf("%s: a step late because the scheduler was busy was spread: %q", id, got)
+		}
+		if op := r.get(id); op.Phase != pollwarden.PhaseSucceeded {
+			t.Errorf("%s: %s/%s", id, op.Phase, op.Reason)
+		}
+	}
+	if late < n/2 {
+		t.Fatalf("only %d of %d requests went more than the base delay (%s) after their due time: the scheduler was not busy", late, n, base)
+	}
+	t.Logf("%d of %d requests went more than %s late", late, n, base)
+}

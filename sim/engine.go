@@ -26,11 +26,27 @@ type strategy interface {
 	wake(e *engine, k int, now int64) (next int64, ok bool)
 }
 
-// event is one pending wake-up. Each operation has at most one.
-type event struct {
-	at int64
-	op int32
+// callbackTaker is a strategy that acts on provider callbacks (the
+// pollwarden strategies in the callback scenario): callback is called
+// when operation k's callback arrives and returns the operation's new
+// wake-up time when it moved it earlier.
+type callbackTaker interface {
+	takesCallbacks() bool
+	callback(e *engine, k int, now int64) (next int64, moved bool)
 }
+
+// event is one pending wake-up. Each operation has at most one of its
+// current generation, and at most one callback (gen < 0). A wake-up moved
+// by a callback is pushed anew with the next generation; the old one is
+// dropped when it comes up.
+type event struct {
+	at  int64
+	op  int32
+	gen int32
+}
+
+// callbackGen marks a callback's arrival in the event queue.
+const callbackGen = -1
 
 type eventHeap []event
 
@@ -81,15 +97,43 @@ func newEngine(cfg *Config, pop *population) *engine {
 func (e *engine) run(s strategy) {
 	s.init(e)
 	n := len(e.pop.start)
-	h := make(eventHeap, n)
+	h := make(eventHeap, n, n+len(e.pop.callback))
 	for k := range n {
 		h[k] = event{at: e.pop.start[k], op: int32(k)}
+	}
+	cb, _ := s.(callbackTaker)
+	var gen []int32
+	if cb != nil && cb.takesCallbacks() && e.pop.callback != nil {
+		gen = make([]int32, n)
+		for k, at := range e.pop.callback {
+			if at >= 0 {
+				h = append(h, event{at: at, op: int32(k), gen: callbackGen})
+			}
+		}
 	}
 	heap.Init(&h)
 	down0, down1 := int64(e.cfg.DownStart), int64(e.cfg.DownEnd)
 	hasDown := down1 > down0
 	for len(h) > 0 {
 		ev := h[0]
+		if gen != nil {
+			switch {
+			case ev.gen == callbackGen:
+				heap.Pop(&h)
+				// A callback sent while the controller is down is lost.
+				if hasDown && ev.at >= down0 && ev.at < down1 {
+					continue
+				}
+				if next, moved := cb.callback(e, int(ev.op), ev.at); moved {
+					gen[ev.op]++
+					heap.Push(&h, event{at: max(next, ev.at), op: ev.op, gen: gen[ev.op]})
+				}
+				continue
+			case ev.gen != gen[ev.op]:
+				heap.Pop(&h) // moved by a callback
+				continue
+			}
+		}
 		if hasDown && ev.at >= down0 && ev.at < down1 {
 			// The controller is not running: the wake-up happens when it
 			// comes back, with the operation overdue.

@@ -27,6 +27,9 @@ func PlotFormat(file string) (string, error) {
 func WritePlot(rep *Report, w io.Writer, format string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("pollwarden sim --scenario %s --n %d --seed %d", rep.Scenario, rep.N, rep.Seed)
+	if l := rep.Params.CallbackLoss; l != nil {
+		p.Title.Text += fmt.Sprintf(" --callback-loss %g", *l)
+	}
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "status requests per second (1 s bins, log scale)"
 	p.Y.Scale = plot.LogScale{}

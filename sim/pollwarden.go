@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"container/heap"
 	"fmt"
 	"strconv"
 	"time"
@@ -96,6 +97,43 @@ type realPolicy struct {
 	ops  []*pollwarden.Operation
 	rngs []rng
 	exp  *experiment // nil for "pollwarden"
+
+	// Callbacks (the callback scenario): cb says this strategy acts on
+	// them; trust is what it learned of the contract's callbacks, arrived
+	// which operations' callbacks came, silent which ended unannounced.
+	cb      bool
+	trust   policy.CallbackTrust
+	arrived []bool
+	silent  []bool
+	// replaced is, per operation woken by a callback, the time its own
+	// schedule had chosen; evidence holds the times at which announced
+	// ends are counted (policy.CallbackTrust: at that time, not sooner).
+	replaced []int64
+	evidence int64Heap
+}
+
+// int64Heap is a min-heap of virtual times.
+type int64Heap []int64
+
+func (h int64Heap) Len() int           { return len(h) }
+func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
+func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *int64Heap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// trusted counts the announced ends due by now and says whether the
+// contract's callbacks are trusted.
+func (p *realPolicy) trusted(now int64) bool {
+	for len(p.evidence) > 0 && p.evidence[0] <= now {
+		heap.Pop(&p.evidence)
+		p.trust = p.trust.Observe(true)
+	}
+	return p.trust.Trusted()
 }
 
 func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
@@ -103,7 +141,7 @@ func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &realPolicy{id: name, seed: cfg.Seed, c: c, obs: newObservations(cfg)}
+	p := &realPolicy{id: name, seed: cfg.Seed, c: c, obs: newObservations(cfg), cb: cfg.Callbacks}
 	if x, ok := experiments[name]; ok {
 		p.exp = &x
 	}
@@ -116,6 +154,9 @@ func (p *realPolicy) init(e *engine) {
 	n := len(e.pop.start)
 	p.ops = make([]*pollwarden.Operation, n)
 	p.rngs = make([]rng, n)
+	if p.cb {
+		p.arrived, p.silent, p.replaced = make([]bool, n), make([]bool, n), make([]int64, n)
+	}
 	for k := range n {
 		id := "sim-" + strconv.Itoa(k)
 		p.rngs[k] = newRNG(p.seed, p.id, k)
@@ -134,7 +175,24 @@ func (p *realPolicy) rand(k int) *rng { return &p.rngs[k] }
 func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 	t := at(now)
 	op := p.ops[k]
-	g := policy.Gate(op, p.c, t)
+	// The controller has been running since the start, or since the end
+	// of its down time (restart): only wake-ups missed while it was down
+	// are spread (R9).
+	up := policy.Uptime{Since: Epoch}
+	if d := int64(e.cfg.DownEnd); e.cfg.DownEnd > e.cfg.DownStart && now >= d {
+		up.Since = at(d)
+	}
+	if p.cb {
+		// Trusted callbacks: a backoff poll scheduled before the trust
+		// was learned waits for the safety net instead.
+		if until, ok := policy.CallbackHold(op, p.c, t, p.trusted(now)); ok {
+			held := op.Clone()
+			held.NextPollAt = until
+			p.ops[k] = held
+			return since(until), true
+		}
+	}
+	g := policy.GateUp(op, p.c, t, up)
 	switch g.Verdict {
 	case policy.Done:
 		return 0, false
@@ -157,6 +215,9 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 	p.ops[k] = st.Op
 	switch st.Op.Phase {
 	case pollwarden.PhaseWaiting:
+		if until, ok := policy.CallbackHold(st.Op, p.c, t, p.cb && p.trusted(now)); ok {
+			st.Op.NextPollAt = until
+		}
 		return since(st.Op.NextPollAt), true
 	case pollwarden.PhaseEscalated:
 		e.stop(string(st.Op.Reason))
@@ -164,6 +225,39 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 		if a != ansDone {
 			panic("sim: the policy succeeded on an answer that was not done")
 		}
+		if p.cb {
+			switch {
+			case reserved.NextPollSource == pollwarden.DelayCallback:
+				heap.Push(&p.evidence, p.replaced[k])
+			default:
+				p.trust = p.trust.Observe(p.arrived[k])
+				p.silent[k] = !p.arrived[k]
+			}
+		}
 	}
 	return 0, false
+}
+
+func (p *realPolicy) takesCallbacks() bool { return p.cb }
+
+// callback is operation k's provider callback arriving at now: the
+// policy's wake-up (policy.Callback) moves its next request earlier, as
+// the daemon's callback endpoint does. A callback for a job a poll has
+// already seen end tells the trust it was announced after all.
+func (p *realPolicy) callback(_ *engine, k int, now int64) (int64, bool) {
+	p.arrived[k] = true
+	op := p.ops[k]
+	if op.Phase != pollwarden.PhaseWaiting {
+		if p.silent[k] {
+			p.trust, p.silent[k] = p.trust.LateCallback(), false
+		}
+		return 0, false
+	}
+	w := policy.Callback(op, p.c, at(now))
+	if !w.Woken {
+		return 0, false
+	}
+	p.ops[k] = w.Op
+	p.replaced[k] = since(w.Replaced)
+	return since(w.Op.NextPollAt), true
 }

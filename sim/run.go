@@ -16,19 +16,26 @@ type Report struct {
 	Strategies []Result `json:"strategies"`
 	Targets    []Target `json:"targets,omitempty"`
 	Params     Params   `json:"params"`
+	// WithoutCallbacks is the pollwarden strategy on the same jobs with
+	// callbacks ignored (callback scenario only): what "no worse than
+	// without callbacks" compares with. It is the herd's pollwarden row.
+	WithoutCallbacks *Result `json:"pollwarden_without_callbacks,omitempty"`
 }
 
 // Params echoes the scenario's parameters so a report explains itself.
 type Params struct {
-	DeadlineS          float64 `json:"deadline_s"`
-	OutageS            []int   `json:"outage_s,omitempty"`
-	OutageRetryAfterS  int     `json:"outage_retry_after_s,omitempty"`
-	DownS              []int   `json:"controller_down_s,omitempty"`
-	RateLimitPerS      int     `json:"rate_limit_per_s,omitempty"`
-	RateLimitRetryAftS int     `json:"rate_limit_retry_after_s,omitempty"`
-	BurstFromS         int     `json:"burstiness_from_s"`
-	BurstBins          int     `json:"burstiness_bins,omitempty"`
-	BurstFloor         float64 `json:"burstiness_floor_per_s"`
+	DeadlineS          float64  `json:"deadline_s"`
+	OutageS            []int    `json:"outage_s,omitempty"`
+	OutageRetryAfterS  int      `json:"outage_retry_after_s,omitempty"`
+	DownS              []int    `json:"controller_down_s,omitempty"`
+	RateLimitPerS      int      `json:"rate_limit_per_s,omitempty"`
+	RateLimitRetryAftS int      `json:"rate_limit_retry_after_s,omitempty"`
+	BurstFromS         int      `json:"burstiness_from_s"`
+	BurstBins          int      `json:"burstiness_bins,omitempty"`
+	BurstFloor         float64  `json:"burstiness_floor_per_s"`
+	CallbackLoss       *float64 `json:"callback_loss,omitempty"`
+	CallbackMedianS    float64  `json:"callback_delay_median_s,omitempty"`
+	CallbackSigma      float64  `json:"callback_delay_sigma,omitempty"`
 }
 
 func paramsOf(c *Config) Params {
@@ -42,6 +49,10 @@ func paramsOf(c *Config) Params {
 	}
 	if c.DownEnd > c.DownStart {
 		p.DownS = []int{int(c.DownStart.Seconds()), int(c.DownEnd.Seconds())}
+	}
+	if c.Callbacks {
+		loss := c.CallbackLoss
+		p.CallbackLoss, p.CallbackMedianS, p.CallbackSigma = &loss, CallbackMedian.Seconds(), CallbackSigma
 	}
 	return p
 }
@@ -71,7 +82,17 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.N < 1 {
 		return nil, fmt.Errorf("n must be at least 1, got %d", cfg.N)
 	}
-	return run(cfg, newPopulation(cfg.N, cfg.Seed))
+	if !(cfg.CallbackLoss >= 0 && cfg.CallbackLoss <= 1) {
+		return nil, fmt.Errorf("the callback loss must be a probability between 0 and 1, got %g", cfg.CallbackLoss)
+	}
+	if cfg.CallbackLoss > 0 && !cfg.Callbacks {
+		return nil, fmt.Errorf("a callback loss applies only to the %s scenario", Callback)
+	}
+	pop := newPopulation(cfg.N, cfg.Seed)
+	if cfg.Callbacks {
+		pop.withCallbacks(cfg.Seed, cfg.CallbackLoss)
+	}
+	return run(cfg, pop)
 }
 
 // run simulates cfg over a given population (tests build tiny ones by
@@ -93,6 +114,16 @@ func run(cfg Config, pop *population) (*Report, error) {
 		}
 		strats[i] = s
 	}
+	if cfg.Callbacks {
+		// The reference: the same policy on the same jobs, deaf to callbacks.
+		ref := cfg
+		ref.Callbacks = false
+		s, err := newRealPolicy(Pollwarden, &ref)
+		if err != nil {
+			return nil, err
+		}
+		strats = append(strats, s)
+	}
 	results := make([]Result, len(strats))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
@@ -107,7 +138,10 @@ func run(cfg Config, pop *population) (*Report, error) {
 		}()
 	}
 	wg.Wait()
-	rep := &Report{Scenario: cfg.Scenario, N: cfg.N, Seed: cfg.Seed, Strategies: results, Params: paramsOf(&cfg)}
+	rep := &Report{Scenario: cfg.Scenario, N: cfg.N, Seed: cfg.Seed, Strategies: results[:len(names)], Params: paramsOf(&cfg)}
+	if cfg.Callbacks {
+		rep.WithoutCallbacks = &results[len(names)]
+	}
 	rep.Targets = Targets(rep)
 	return rep, nil
 }

@@ -14,10 +14,11 @@ const (
 	Outage    = "outage"
 	Restart   = "restart"
 	RateLimit = "rate-limit"
+	Callback  = "callback"
 )
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{Herd, Outage, Restart, RateLimit}
+var Scenarios = []string{Herd, Outage, Restart, RateLimit, Callback}
 
 // The fixed herd of the specification: start times uniform in [0 s, 1 s),
 // job durations log-normal with this median and σ, this deadline.
@@ -26,6 +27,10 @@ const (
 	MedianDuration = 60 * time.Second
 	DurationSigma  = 1.0
 	Deadline       = 40 * time.Minute
+	// The callback scenario's delay from a job's end to its callback:
+	// log-normal with this median and σ (so p99 ≈ 10 s).
+	CallbackMedian = time.Second
+	CallbackSigma  = 1.0
 )
 
 // Config is one simulation run. Every field is explicit so that a run can
@@ -54,6 +59,13 @@ type Config struct {
 	// seconds when that is > 0.
 	RateLimit           int
 	RateLimitRetryAfter int
+
+	// Callbacks: the provider also sends a completion callback after each
+	// job's end (CallbackMedian, CallbackSigma), each lost with
+	// probability CallbackLoss. Only the pollwarden strategies receive
+	// them; the baselines ignore callbacks.
+	Callbacks    bool
+	CallbackLoss float64
 
 	// BurstFrom is the first 1 s bin burstiness looks at, BurstBins how
 	// many bins (0: to the end of the run). BurstFloor leaves out bins whose
@@ -89,6 +101,8 @@ func DefaultConfig(scenario string, n int, seed uint64) (Config, error) {
 		// 2 % of the herd per second, at least 10/s: the start and the first
 		// waves are far above it, the tail well below.
 		c.RateLimit = max(10, n/50)
+	case Callback:
+		c.Callbacks = true
 	default:
 		return Config{}, fmt.Errorf("unknown scenario %q (want one of %s)", scenario, strings.Join(Scenarios, ", "))
 	}
@@ -99,6 +113,9 @@ func DefaultConfig(scenario string, n int, seed uint64) (Config, error) {
 // them in one run.
 type population struct {
 	start, end, deadline []int64 // virtual nanoseconds
+	// callback is when each job's callback arrives, -1 when it is lost;
+	// nil without callbacks.
+	callback []int64
 }
 
 // newPopulation draws the herd: start uniform in [0, 1 s), duration
@@ -115,6 +132,23 @@ func newPopulation(n int, seed uint64) *population {
 		p.deadline[k] = s + int64(Deadline)
 	}
 	return p
+}
+
+// withCallbacks draws each job's callback from its own stream, so the
+// jobs are the herd's for the same seed whatever the loss: arrival at the
+// job's end plus a log-normal delay, lost with probability loss.
+func (p *population) withCallbacks(seed uint64, loss float64) {
+	r := rand.New(rand.NewPCG(seed, 0x63616c6c6261636b)) // "callback"
+	p.callback = make([]int64, len(p.end))
+	med := CallbackMedian.Seconds()
+	for k := range p.end {
+		d := med * math.Exp(CallbackSigma*r.NormFloat64())
+		if r.Float64() < loss {
+			p.callback[k] = -1
+			continue
+		}
+		p.callback[k] = p.end[k] + int64(d*float64(time.Second))
+	}
 }
 
 // rng is a per-operation random source: a PCG kept inline so that a

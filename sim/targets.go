@@ -28,6 +28,12 @@ const (
 	RestartBurstLimit = 2.0
 )
 
+// The callback scenario's limits when every callback is delivered.
+const (
+	CallbackRequestsLimit = 2.2
+	CallbackLagP99Limit   = 2.0 // seconds
+)
+
 // Targets checks the goals on a report. In every scenario: zero
 // requests inside a Retry-After window. In the herd (the specification's
 // fixed scenario, where the ratios are defined): not dominated (no other
@@ -35,7 +41,10 @@ const (
 // p99); against smithy-waiter at most 1.0× the requests per job and 0.8×
 // the lag p99; against fixed-10s at most 0.5× the requests per job;
 // burstiness at most 1.5 after the first 30 s. After a restart:
-// burstiness at most 2 in the first minute.
+// burstiness at most 2 in the first minute. With callbacks: no worse than
+// the same policy deaf to them (requests per job and lag p99), and with
+// every callback delivered at most 2.2 requests per job and a lag p99 of
+// 2 s.
 func Targets(r *Report) []Target {
 	var out []Target
 	for _, who := range []string{Pollwarden, Proposed} {
@@ -66,6 +75,15 @@ func Targets(r *Report) []Target {
 			}
 			if fx, ok := r.Get(Fixed10s); ok {
 				add("requests_per_job_vs_fixed_10s", ratio(pw.RequestsPerJob, fx.RequestsPerJob), 0.5, "")
+			}
+		}
+		if r.Scenario == Callback && r.WithoutCallbacks != nil {
+			wo := r.WithoutCallbacks
+			add("requests_per_job_vs_without_callbacks", ratio(pw.RequestsPerJob, wo.RequestsPerJob), 1.0, "")
+			add("lag_p99_vs_without_callbacks", ratio(pw.LagP99, wo.LagP99), 1.0, "")
+			if l := r.Params.CallbackLoss; l != nil && *l == 0 {
+				add("requests_per_job_every_callback_delivered", pw.RequestsPerJob, CallbackRequestsLimit, "")
+				add("lag_p99_s_every_callback_delivered", pw.LagP99, CallbackLagP99Limit, "")
 			}
 		}
 		limit, name := 0.0, ""

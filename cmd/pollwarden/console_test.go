@@ -264,7 +264,7 @@ func httpSession(t *testing.T, base, token string) (*http.Client, string, []*htt
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	_, form := get(t, c, base+"/ui/")
+	_, form := consoleGet(t, c, base+"/ui/")
 	m := csrfField.FindStringSubmatch(form)
 	if m == nil {
 		t.Fatalf("no CSRF token in the sign-in form:\n%s", form)
@@ -281,7 +281,7 @@ func httpSession(t *testing.T, base, token string) (*http.Client, string, []*htt
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d, want 303", resp.StatusCode)
 	}
-	_, page := get(t, c, base+"/ui/")
+	_, page := consoleGet(t, c, base+"/ui/")
 	m = csrfField.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no CSRF token on the signed-in page:\n%s", page)
@@ -289,7 +289,7 @@ func httpSession(t *testing.T, base, token string) (*http.Client, string, []*htt
 	return c, m[1], resp.Cookies()
 }
 
-func get(t *testing.T, c *http.Client, u string) (int, string) {
+func consoleGet(t *testing.T, c *http.Client, u string) (int, string) {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {

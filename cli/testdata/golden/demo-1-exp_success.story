@@ -4,10 +4,10 @@
 10:20:00 polled, state queued, next poll 10:20:00 from local backoff
 10:20:00 state is now queued
 10:20:00 status request 2 of 8 sent, deadline 10:21:00
-10:20:00 polled, state running, next poll 10:20:01 from local backoff
+10:20:00 polled, state running, next poll 10:20:00 from local backoff
 10:20:00 state changed queued → running
-10:20:01 status request 3 of 8 sent, deadline 10:21:00
-10:20:01 polled, state running, next poll 10:20:02 from local backoff
+10:20:00 status request 3 of 8 sent, deadline 10:21:00
+10:20:00 polled, state running, next poll 10:20:02 from local backoff
 10:20:02 status request 4 of 8 sent, deadline 10:21:00
 10:20:02 polled, state succeeded, succeeded: success with a valid result
 10:20:02 state changed running → succeeded

@@ -4,7 +4,7 @@
 10:20:05 polled, state running, next poll 10:20:05 from local backoff
 10:20:05 state is now running
 10:20:05 status request 2 of 3 sent, deadline 10:21:05
-10:20:05 polled, state running, next poll 10:20:06 from local backoff
-10:20:06 status request 3 of 3 sent, deadline 10:21:05
-10:20:06 polled, state running, escalated request_budget_exhausted
-10:20:06 escalated request_budget_exhausted: every allowed status request was used: 3 of 3; 3 of 3 status requests used; options: extend, inspect_console, abandon
+10:20:05 polled, state running, next poll 10:20:05 from local backoff
+10:20:05 status request 3 of 3 sent, deadline 10:21:05
+10:20:05 polled, state running, escalated request_budget_exhausted
+10:20:05 escalated request_budget_exhausted: every allowed status request was used: 3 of 3; 3 of 3 status requests used; options: extend, inspect_console, abandon
