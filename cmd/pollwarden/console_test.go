@@ -135,7 +135,7 @@ func TestConsoleInChromium(t *testing.T) {
 	click(t, alice, "extend", byRole("button", startsWith(labels["extend"])))
 	waitText(t, alice, "Decision recorded: extend. The operation is now waiting.")
 	waitText(t, alice, "alice (approver) decided extend")
-	waitText(t, alice, "("+note+")")
+	waitText(t, alice, `note "`+note+`"`)
 	op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-7", "", 200)
 	if op["max_status_requests"] != float64(6) {
 		t.Errorf("after the extension: %v, want a budget of 6", op)
