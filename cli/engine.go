@@ -26,14 +26,14 @@ type engine struct {
 func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics) *engine {
 	e := &engine{changes: httpapi.NewChanges()}
 	opts := controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
+		Store: st, Clock: pollwarden.RealClock{}, Rand: newRand(),
 		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
 		OnChange: func(op *pollwarden.Operation) {
 			e.changes.Publish(op)
 			e.sched.Changed(op)
 		},
 	}
-	sopts := scheduler.Options{Store: st, Contracts: set, Clock: controller.RealClock{}, Concurrency: concurrency, Logger: log}
+	sopts := scheduler.Options{Store: st, Contracts: set, Clock: pollwarden.RealClock{}, Concurrency: concurrency, Logger: log}
 	if m != nil {
 		opts.Observer, sopts.Observer = m, m
 	}

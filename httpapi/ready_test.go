@@ -51,7 +51,7 @@ func TestReadyz(t *testing.T) {
 		store pollwarden.Store
 		want  int
 	}{{"writable", st, http.StatusOK}, {"refusing writes", failingWrites{st}, http.StatusServiceUnavailable}} {
-		ctl := controller.New(controller.Options{Store: c.store, Clock: controller.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
+		ctl := controller.New(controller.Options{Store: c.store, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
 			Prober: prober.New(prober.Options{Now: time.Now})})
 		h := NewHandler(Options{Controller: ctl, Store: c.store, Contracts: set, Tokens: tokens,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -112,7 +112,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	}
 	getenv := func(k string) (string, bool) { return canary, k == "API_TOKEN" }
 	r.ctl = controller.New(controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "api-test",
+		Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "api-test",
 		Prober:   prober.New(prober.Options{Now: time.Now, Getenv: getenv}),
 		OnChange: r.publish,
 	})

@@ -73,7 +73,7 @@ type Options struct {
 	// Store is where due operations are found; default Controller.Store().
 	Store     pollwarden.Store
 	Contracts Contracts
-	Clock     controller.Clock
+	Clock     pollwarden.Clock
 	// Concurrency is how many steps may be in flight at once; default 32.
 	Concurrency int
 	// Poll is how often to look for due work when nothing woke the
@@ -108,7 +108,7 @@ type Scheduler struct {
 	ctl          *controller.Controller
 	store        pollwarden.Store
 	contracts    Contracts
-	clock        controller.Clock
+	clock        pollwarden.Clock
 	log          *slog.Logger
 	observer     Observer
 	concurrency  int
