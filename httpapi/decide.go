@@ -61,7 +61,7 @@ func (a *api) requestExtension(w http.ResponseWriter, r *http.Request, who pollw
 		return conflict("operation %s is %s; there is nothing to extend", op.ID, op.Phase)
 	}
 	ext := controller.ExtensionRequest{ExtraTime: d, ExtraStatusRequests: req.ExtraStatusRequests, Justification: just}
-	op, err = retryBusy(r.Context(), func() (*pollwarden.Operation, error) {
+	op, err = retryBusy(r.Context(), a.clock, func() (*pollwarden.Operation, error) {
 		return a.ctl.RequestExtension(r.Context(), id, who, ext)
 	})
 	if err != nil {
@@ -187,20 +187,16 @@ const busyRetry = 5 * time.Second
 // retryBusy retries f while the record is being changed by a step. Only
 // writes that save once and re-read the record first may use it: a retry
 // then starts over from the current record and never repeats an effect.
-func retryBusy(ctx context.Context, f func() (*pollwarden.Operation, error)) (*pollwarden.Operation, error) {
-	deadline := time.Now().Add(busyRetry)
+func retryBusy(ctx context.Context, clock pollwarden.Clock, f func() (*pollwarden.Operation, error)) (*pollwarden.Operation, error) {
+	deadline := clock.Now().Add(busyRetry)
 	for {
 		op, err := f()
 		busy := errors.Is(err, pollwarden.ErrConflict) || errors.Is(err, pollwarden.ErrLeaseHeld)
-		if !busy || time.Now().After(deadline) {
+		if !busy || clock.Now().After(deadline) {
 			return op, err
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, 50*time.Millisecond) != nil {
 			return op, err
-		case <-t.C:
 		}
 	}
 }

@@ -20,9 +20,10 @@ type Options struct {
 	Store      pollwarden.Store
 	Contracts  *contract.Set
 	Tokens     *Tokens
-	// Now resolves relative deadlines ("30m"); default time.Now. The
-	// controller keeps its own clock for everything it records.
-	Now func() time.Time
+	// Clock resolves relative deadlines ("30m") and times requests;
+	// default the wall clock. The controller keeps its own clock for
+	// everything it records.
+	Clock pollwarden.Clock
 	// Logger receives one line per request and the detail of internal
 	// errors; default slog.Default().
 	Logger *slog.Logger
@@ -52,7 +53,7 @@ type api struct {
 	tokens    *Tokens
 	// credentialAvailable: see Options.CredentialAvailable.
 	credentialAvailable func(*pollwarden.Contract) error
-	now                 func() time.Time
+	clock               pollwarden.Clock
 	log                 *slog.Logger
 	changes             *Changes
 	recheck             time.Duration
@@ -104,9 +105,9 @@ func NewHandler(opts Options) http.Handler {
 		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
 	}
 	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens, credentialAvailable: opts.CredentialAvailable,
-		now: opts.Now, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
-	if a.now == nil {
-		a.now = time.Now
+		clock: opts.Clock, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
+	if a.clock == nil {
+		a.clock = pollwarden.RealClock{}
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -188,7 +189,7 @@ func methodNotAllowed(methods []string) http.Handler {
 // path, whose operation ids would make metrics unbounded) and code.
 func (a *api) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := a.clock.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		info := &requestInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
@@ -197,9 +198,9 @@ func (a *api) observe(next http.Handler) http.Handler {
 		if pattern == "" || pattern == "/" {
 			pattern = "unmatched"
 		}
-		a.metrics.observe(pattern, rec.status, time.Since(start))
+		a.metrics.observe(pattern, rec.status, a.clock.Now().Sub(start))
 		a.log.InfoContext(r.Context(), "request", "method", r.Method, "route", pattern, "path", r.URL.Path,
-			"status", rec.status, "actor", info.caller.Name, "duration", time.Since(start).Round(time.Microsecond))
+			"status", rec.status, "actor", info.caller.Name, "duration", a.clock.Now().Sub(start).Round(time.Microsecond))
 	})
 }
 

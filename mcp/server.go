@@ -41,8 +41,9 @@ type Options struct {
 	// CredentialHint follows CredentialAvailable's error: where to set the
 	// credential (default: the MCP host's "env" for this stdio server).
 	CredentialHint string
-	// Now defaults to time.Now.
-	Now func() time.Time
+	// Clock is what guidance and progress read the time from; default the
+	// wall clock.
+	Clock pollwarden.Clock
 	// Version is reported to the client.
 	Version string
 	// ProgressEvery is how often wait_job sends a progress notification
@@ -83,8 +84,8 @@ type server struct {
 
 // NewServer returns an MCP server with the five tools.
 func NewServer(o Options) *sdk.Server {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = pollwarden.RealClock{}
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second

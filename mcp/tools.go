@@ -27,7 +27,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s", clip(in.Contract), s.names())
 	}
 	ct := ex.Contract()
-	now := s.o.Now()
+	now := s.o.Clock.Now()
 	p := policy.NewParams{ID: in.OperationID, ProviderJobID: in.JobID, StatusURL: in.StatusURL}
 	var problems []string
 	switch {
@@ -165,7 +165,7 @@ func progressToken(req *sdk.CallToolRequest) any {
 func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any, id string, d time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start := time.Now()
+	start := s.o.Clock.Now()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.o.ProgressEvery)
@@ -185,7 +185,7 @@ func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any
 			}
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
 				ProgressToken: tok, Message: msg,
-				Progress: time.Since(start).Seconds(), Total: d.Seconds(),
+				Progress: s.o.Clock.Now().Sub(start).Seconds(), Total: d.Seconds(),
 			})
 		}
 	}()

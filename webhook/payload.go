@@ -67,7 +67,7 @@ func messageID(ev pollwarden.Event) string {
 func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]pollwarden.OutboxMessage, error) {
 	ops := map[string]*pollwarden.Operation{}
 	seen := map[string]bool{}
-	now := d.now()
+	now := d.clock.Now()
 	var out []pollwarden.OutboxMessage
 	for _, ev := range evs {
 		switch ev.Kind {
