@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/policy"
 )
 
 // Rand is the jitter source (math/rand/v2's *Rand fits); the dispatcher
@@ -235,7 +234,7 @@ func (d *Dispatcher) post(ctx context.Context, ep Endpoint, m pollwarden.OutboxM
 	}
 	var ra time.Duration
 	if v := resp.Header.Get("Retry-After"); v != "" {
-		if w, err := policy.ParseRetryAfter(v, d.clock.Now()); err == nil {
+		if w, err := pollwarden.ParseRetryAfter(v, d.clock.Now()); err == nil {
 			ra = w
 		}
 	}
