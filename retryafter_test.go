@@ -1,6 +1,7 @@
 package pollwarden
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -52,4 +53,17 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("ParseRetryAfter(%q) = %s: outside [0, %s]", s, d, MaxRetryAfter)
 		}
 	})
+}
+
+// TestHTTPDateAsNetHTTP: the root package's own HTTP-date reading accepts
+// and rejects what net/http's does, with the same instant.
+func TestHTTPDateAsNetHTTP(t *testing.T) {
+	for _, s := range []string{"Fri, 18 Apr 2025 10:22:31 GMT", "Friday, 18-Apr-25 10:22:31 GMT", "Fri Apr 18 10:22:31 2025",
+		"Fri Apr  8 10:22:31 2025", "Fri, 32 Apr 2025 10:22:31 GMT", "Fri, 18 Apr 2025 10:22:31 UTC", "18 Apr 2025", "", "soon"} {
+		got, gotErr := parseHTTPDate(s)
+		want, wantErr := http.ParseTime(s)
+		if (gotErr != nil) != (wantErr != nil) || !got.Equal(want) {
+			t.Errorf("parseHTTPDate(%q) = %v, %v; net/http says %v, %v", s, got, gotErr, want, wantErr)
+		}
+	}
 }
