@@ -200,3 +200,10 @@ func retryBusy(ctx context.Context, clock pollwarden.Clock, f func() (*pollwarde
 		}
 	}
 }
+
+// final reports whether no phase change can ever follow: succeeded,
+// failed, cancelled and expired are ends (only an escalation awaits a
+// decision that may reopen it).
+func final(p pollwarden.Phase) bool {
+	return p.Terminal() && p != pollwarden.PhaseEscalated
+}

@@ -9,8 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // Options configures the API. Controller, Store, Contracts and Tokens are
@@ -19,7 +21,7 @@ type Options struct {
 	Controller *controller.Controller
 	Store      pollwarden.Store
 	Contracts  *contract.Set
-	Tokens     *Tokens
+	Tokens     *tokens.Set
 	// Clock resolves relative deadlines ("30m") and times requests;
 	// default the wall clock. The controller keeps its own clock for
 	// everything it records.
@@ -30,7 +32,7 @@ type Options struct {
 	// Changes wakes long-polls; pass the same one's Publish as the
 	// controller's OnChange. Without it (nil) long-polls only see changes
 	// on their periodic re-read of the store.
-	Changes *Changes
+	Changes *changes.Feed
 	// Registry receives the API's metrics and is served on /metrics;
 	// default a new registry per handler, never the global default one (two
 	// handlers in one process, as in tests, must not collide).
@@ -50,12 +52,12 @@ type api struct {
 	ctl       *controller.Controller
 	store     pollwarden.Store
 	contracts *contract.Set
-	tokens    *Tokens
+	tokens    *tokens.Set
 	// credentialAvailable: see Options.CredentialAvailable.
 	credentialAvailable func(*pollwarden.Contract) error
 	clock               pollwarden.Clock
 	log                 *slog.Logger
-	changes             *Changes
+	changes             *changes.Feed
 	recheck             time.Duration
 	metrics             *metrics
 	ready               *readiness
@@ -113,7 +115,7 @@ func NewHandler(opts Options) http.Handler {
 		a.log = slog.Default()
 	}
 	if a.changes == nil {
-		a.changes = NewChanges()
+		a.changes = changes.NewFeed()
 	}
 	if a.recheck <= 0 {
 		a.recheck = time.Second
@@ -147,7 +149,7 @@ func NewHandler(opts Options) http.Handler {
 // exists.
 func (a *api) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var who Caller
+		var who tokens.Caller
 		if rt.who != anyone {
 			var err *apiError
 			who, err = a.authenticate(r, rt.who)
@@ -206,11 +208,11 @@ func (a *api) observe(next http.Handler) http.Handler {
 
 // requestInfo carries, from the guard to the route and back to observe,
 // who called and what they may see.
-type requestInfo struct{ caller Caller }
+type requestInfo struct{ caller tokens.Caller }
 
 type infoKey struct{}
 
-func setCaller(r *http.Request, who Caller) {
+func setCaller(r *http.Request, who tokens.Caller) {
 	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
 		info.caller = who
 	}

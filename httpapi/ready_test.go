@@ -19,6 +19,7 @@ import (
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // failingWrites is a real SQLite store whose write probe fails, as on a
@@ -42,7 +43,7 @@ func TestReadyz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := NewTokens(TokenSpec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: HashToken(approverToken)})
+	tokens, err := tokens.New(tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)})
 	if err != nil {
 		t.Fatal(err)
 	}

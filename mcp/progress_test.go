@@ -12,9 +12,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
@@ -46,7 +46,7 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 		t.Fatal(err)
 	}
 	defer st.Close()
-	changes := httpapi.NewChanges()
+	changes := changes.NewFeed()
 	ctl := controller.New(controller.Options{Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober:   prober.New(prober.Options{Now: time.Now, Getenv: os.LookupEnv}),
 		OnChange: changes.Publish})

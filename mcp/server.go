@@ -18,9 +18,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 )
 
 // MaxWait bounds one wait_job call, below the ~60 s request timeout of
@@ -34,7 +34,7 @@ type Options struct {
 	Controller *controller.Controller
 	Store      pollwarden.Store
 	Contracts  *contract.Set
-	Changes    *httpapi.Changes
+	Changes    *changes.Feed
 	// CredentialAvailable, when set, refuses watch_job for a contract
 	// whose credential this process cannot find (naming it, never its value).
 	CredentialAvailable func(*pollwarden.Contract) error
