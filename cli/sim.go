@@ -49,7 +49,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var format string
 			if plotFile != "" {
-				f, err := sim.PlotFormat(plotFile)
+				f, err := plotFormat(plotFile)
 				if err != nil {
 					return usage(err)
 				}
@@ -94,7 +94,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 			wall := time.Since(start)
 			if plotFile != "" {
 				var buf bytes.Buffer
-				if err := sim.WritePlot(rep, &buf, format); err != nil {
+				if err := writePlot(rep, &buf, format); err != nil {
 					return err
 				}
 				if err := os.WriteFile(plotFile, buf.Bytes(), 0o644); err != nil {
@@ -114,7 +114,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 	f.IntVar(&n, "n", 10_000, "number of operations")
 	f.Uint64Var(&seed, "seed", 1, "random seed; the same seed gives the same numbers")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.StringVar(&plotFile, "plot", "", "also draw the request rate over time to FILE.svg or FILE.png")
+	f.StringVar(&plotFile, "plot", "", "also draw the request rate over time to FILE.svg or FILE.png (a binary built with -tags plot)")
 	f.StringVar(&strategies, "strategies", "", "comma-separated strategies to run (default: the six of the specification)")
 	f.BoolVar(&experimental, "experimental", false, "also run "+sim.Proposed+", the policy plus a change it has not adopted (jitter on top of Retry-After)")
 	f.IntVar(&runs, "runs", 100, "runs per cell (brooker only)")
