@@ -76,23 +76,16 @@ func (c *Feed) Watched() int {
 	return len(c.subs)
 }
 
-// final reports whether no phase change can ever follow: succeeded,
-// failed, cancelled and expired are ends (only an escalation awaits a
-// decision that may reopen it).
-func final(p pollwarden.Phase) bool {
-	return p.Terminal() && p != pollwarden.PhaseEscalated
-}
-
 // WaitPhase returns operation id once its phase differs from the one it
 // had when WaitPhase was called, or when d has passed, or at once when the
-// phase is final (nothing could change it). Signals come from Publish;
+// phase is finished (nothing could change it). Signals come from Publish;
 // every recheck it also re-reads the store, so a change made by another
 // process (a CLI decide, another replica) is seen too, only later.
 func (c *Feed) WaitPhase(ctx context.Context, st pollwarden.Store, id string, d, recheck time.Duration) (*pollwarden.Operation, error) {
 	signal, stop := c.Subscribe(id)
 	defer stop()
 	op, err := st.OperationGet(ctx, id)
-	if err != nil || d <= 0 || final(op.Phase) {
+	if err != nil || d <= 0 || op.Phase.Finished() {
 		return op, err
 	}
 	start := op.Phase

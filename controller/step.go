@@ -147,7 +147,7 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 		return StepResult{}, err
 	}
 	res := StepResult{Op: st.Op, Sent: true}
-	if !st.Op.Phase.Terminal() {
+	if st.Op.Phase.Polling() {
 		res.Until = st.Op.NextPollAt
 	}
 	return res, nil

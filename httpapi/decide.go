@@ -57,7 +57,7 @@ func (a *api) requestExtension(w http.ResponseWriter, r *http.Request, who pollw
 	if err != nil {
 		return err
 	}
-	if final(op.Phase) {
+	if op.Phase.Finished() {
 		return conflict("operation %s is %s; there is nothing to extend", op.ID, op.Phase)
 	}
 	ext := controller.ExtensionRequest{ExtraTime: d, ExtraStatusRequests: req.ExtraStatusRequests, Justification: just}
@@ -151,7 +151,7 @@ func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) er
 		return conflict("contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
 	case option == pollwarden.OptionCancel, op.Phase == pollwarden.PhaseCancelling:
 		return nil
-	case op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil:
+	case !op.Phase.AwaitsDecision() || op.Escalation == nil:
 		return conflict("operation %s is %s, not escalated: there is no decision to make", op.ID, op.Phase)
 	}
 	var ids []string
@@ -199,11 +199,4 @@ func retryBusy(ctx context.Context, clock pollwarden.Clock, f func() (*pollwarde
 			return op, err
 		}
 	}
-}
-
-// final reports whether no phase change can ever follow: succeeded,
-// failed, cancelled and expired are ends (only an escalation awaits a
-// decision that may reopen it).
-func final(p pollwarden.Phase) bool {
-	return p.Terminal() && p != pollwarden.PhaseEscalated
 }

@@ -196,7 +196,7 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 	var lp pollwarden.ListParams
 	if in.Phase != "" {
 		ph := pollwarden.Phase(in.Phase)
-		if !knownPhase(ph) {
+		if !ph.Known() {
 			return nil, ListAnswer{}, fmt.Errorf("unknown phase %s; use one of waiting, cancelling, succeeded, failed, cancelled, expired, escalated, or omit it", clip(in.Phase))
 		}
 		lp.Phase = ph
@@ -216,15 +216,6 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 		a.Operations = append(a.Operations, pollwarden.OutcomeOf(op))
 	}
 	return nil, a, nil
-}
-
-func knownPhase(p pollwarden.Phase) bool {
-	switch p {
-	case pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
-		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
-		return true
-	}
-	return false
 }
 
 func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, in RequestExtensionIn) (*sdk.CallToolResult, ExtensionAnswer, error) {

@@ -33,7 +33,7 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 	case op.Phase == pollwarden.PhaseCancelling:
 		return applyCancelling(op, c, p, now)
 	}
-	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
+	if !op.Phase.AwaitsDecision() || op.Escalation == nil {
 		return nil, nil, fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
 	}
 	var opt *pollwarden.Option

@@ -44,7 +44,7 @@ type GateResult struct {
 // later than the contract's base delay is first spread (see spreadLate).
 func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateResult {
 	switch {
-	case op.Phase.Terminal():
+	case !op.Phase.Polling():
 		return GateResult{Verdict: Done, Op: op}
 	case !now.Before(op.DeadlineAt):
 		return stop(op, c, pollwarden.ReasonDeadlineExceeded, "the deadline arrived before the next status request", now)

@@ -103,7 +103,7 @@ func TestR11_NeverARequestPastTheDeadlineOrBudgetProperty(t *testing.T) {
 		c.Limits.MaxStatusRequests = rapid.IntRange(1, 40).Draw(t, "contractMax")
 		c.Limits.Deadline = time.Duration(rapid.Int64Range(int64(time.Second), int64(2*time.Hour)).Draw(t, "deadline"))
 		op, sent := simulate(t, c, true)
-		if !op.Phase.Terminal() {
+		if op.Phase.Polling() {
 			t.Fatalf("ended in phase %s", op.Phase)
 		}
 		if sent != op.StatusRequestsUsed || sent > op.MaxStatusRequests {

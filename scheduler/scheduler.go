@@ -226,7 +226,7 @@ func (s *Scheduler) Wake() {
 // the scheduler's next planned look, and ignores the changes the
 // scheduler's own steps make.
 func (s *Scheduler) Changed(op *pollwarden.Operation) {
-	if op == nil || op.Phase.Terminal() {
+	if op == nil || !op.Phase.Polling() {
 		return
 	}
 	s.mu.Lock()
@@ -344,7 +344,7 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwa
 // the current set (controller.StepWithoutContract); nothing is sent.
 func (s *Scheduler) stepWithoutContract(ctx context.Context, op *pollwarden.Operation) {
 	res, err := s.ctl.StepWithoutContract(ctx, op)
-	if err == nil && res.Op != nil && res.Op.Phase == pollwarden.PhaseEscalated {
+	if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
 		s.log.Warn("operation escalated: its contract is not in the current set", "operation", op.ID,
 			"contract", op.Contract, "reason", res.Op.Reason)
 	}

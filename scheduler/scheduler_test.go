@@ -337,7 +337,7 @@ func TestMissingContractEscalates(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched.Wake()
-	waitFor(t, "the extended operation to end", 30*time.Second, func() bool { return r.get("op-gone-01").Phase.Terminal() })
+	waitFor(t, "the extended operation to end", 30*time.Second, func() bool { return !r.get("op-gone-01").Phase.Polling() })
 	run.stop(t)
 	noSchedulerGoroutines(t)
 	if op := r.checkBooks("op-gone-01", "gone-01"); op.Phase != pollwarden.PhaseSucceeded {
