@@ -34,7 +34,7 @@ func simCmd(env Env) *cobra.Command {
 		Short: "Simulate many operations polled by the real policy and by baseline schedules, on a virtual clock",
 		Long: `sim runs a discrete-event simulation of N operations on a virtual clock. The
 "pollwarden" strategy is the project's own decision core (policy.Gate,
-Reserve, Decide); the baselines follow the specification's formulas. Every
+CountRequest, Decide); the baselines follow the specification's formulas. Every
 strategy polls its own copy of a simulated provider. Nothing is sent over a
 network and no wall clock is read: the same --seed gives the same numbers.
 

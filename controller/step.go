@@ -81,7 +81,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 				return nil, nil
 			}
 			var next *pollwarden.Operation
-			next, reservation = policy.Reserve(fresh, ct, now)
+			next, reservation = policy.CountRequest(fresh, ct, now)
 			return next, reservation
 		},
 	})

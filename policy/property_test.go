@@ -80,7 +80,7 @@ func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Op
 		if op.StatusRequestsUsed >= op.MaxStatusRequests {
 			t.Fatalf("request %d over budget %d", op.StatusRequestsUsed+1, op.MaxStatusRequests)
 		}
-		res, _ := Reserve(op, c, now)
+		res, _ := CountRequest(op, c, now)
 		sent, spread = sent+1, false
 		latency := time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(t, "latency"))
 		st := Decide(res, c, drawObservation(t, allowEnd), now.Add(latency), r)
