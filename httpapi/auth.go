@@ -44,7 +44,7 @@ func roleNeeded(need access) string {
 	case agents:
 		return "an agent, approver or admin token"
 	case approvers:
-		return "an approver or admin token (a decision grants authority, R20)"
+		return "an approver or admin token (a decision grants authority)"
 	}
 	return "an admin token"
 }
