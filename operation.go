@@ -6,8 +6,9 @@ import (
 )
 
 // Phase is where an operation stands. Only PhaseWaiting and
-// PhaseCancelling permit another status request; every other phase is an
-// end until an approver decides.
+// PhaseCancelling permit another status request (Polling); an escalated
+// operation awaits a person's decision (AwaitsDecision), which may reopen
+// it; succeeded, failed, cancelled and expired are ends (Finished).
 type Phase string
 
 // The phases, also used as the "outcome" of a finished operation.
@@ -24,9 +25,36 @@ const (
 	PhaseCancelling Phase = "cancelling"
 )
 
-// Terminal reports whether no further status request may be sent without a
-// new decision (R17). A cancelling operation is still observed.
-func (p Phase) Terminal() bool { return p != PhaseWaiting && p != PhaseCancelling && p != "" }
+// Polling reports whether the operation is still observed: another
+// status request may be sent, within its budgets and deadline. A
+// cancelling operation is (R23); every other phase sends nothing without a
+// new decision (R17).
+func (p Phase) Polling() bool { return p == PhaseWaiting || p == PhaseCancelling }
+
+// AwaitsDecision reports whether a person must decide before anything
+// more happens: the operation escalated, and an approver's decision may
+// reopen it (R20).
+func (p Phase) AwaitsDecision() bool { return p == PhaseEscalated }
+
+// Finished reports whether no phase change can ever follow: the job
+// succeeded, failed, was cancelled or expired. An escalated operation is
+// not finished; a decision may still reopen it.
+func (p Phase) Finished() bool {
+	switch p {
+	case PhaseSucceeded, PhaseFailed, PhaseCancelled, PhaseExpired:
+		return true
+	}
+	return false
+}
+
+// Known reports whether p is one of the phases above, so a door can refuse
+// a filter that names none.
+func (p Phase) Known() bool { return p.Polling() || p.AwaitsDecision() || p.Finished() }
+
+// Phases lists every phase, in the order of an operation's life.
+func Phases() []Phase {
+	return []Phase{PhaseWaiting, PhaseCancelling, PhaseSucceeded, PhaseFailed, PhaseCancelled, PhaseExpired, PhaseEscalated}
+}
 
 // Reason is the machine-readable cause of an escalation (R17).
 type Reason string

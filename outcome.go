@@ -50,7 +50,7 @@ func OutcomeOf(op *Operation) Outcome {
 		StartedAt: op.StartedAt, DeadlineAt: op.DeadlineAt, FinishedAt: op.FinishedAt,
 		LastHTTPAt: op.LastHTTPAt, Escalation: op.Escalation, Cancel: op.Cancel,
 	}
-	if op.Phase.Terminal() {
+	if !op.Phase.Polling() {
 		p := op.Phase
 		o.Outcome = &p
 	} else {

@@ -125,7 +125,7 @@ type ClaimParams struct {
 	// ever written. It may run more than once (a driver may retry a busy
 	// transaction, or run it on Have first) and may run inside the store's
 	// write transaction, so it must be quick and decide from its argument
-	// alone, e.g. policy.Gate then policy.Reserve.
+	// alone, e.g. policy.Gate then policy.CountRequest.
 	Reserve func(op *Operation) (*Operation, []Event)
 	// Have, when set, is the caller's copy of the record. A driver may run
 	// Reserve on it before the transaction and, if the stored version is

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pollwarden/pollwarden/sim"
+	"github.com/pollwarden/pollwarden/sim/simplot"
 )
 
 // simTables runs the four scenarios over several seeds in process (the
@@ -120,13 +121,13 @@ func plot(c *config, w *bytes.Buffer, r *sim.Report) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := sim.WritePlot(r, &buf, "svg"); err != nil {
+	if err := simplot.Write(r, &buf, "svg"); err != nil {
 		return fmt.Errorf("plot %s: %w", name, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "![%s, n = %d: requests per second over time, per strategy](plots/%s)\n\n"+
-		"(`pollwarden sim --scenario %s --n %d --seed %d --plot %s`)\n\n", r.Scenario, r.N, name, r.Scenario, r.N, r.Seed, name)
+		"(`go run -tags plot ./cmd/pollwarden sim --scenario %s --n %d --seed %d --plot %s`)\n\n", r.Scenario, r.N, name, r.Scenario, r.N, r.Seed, name)
 	return nil
 }

@@ -88,7 +88,7 @@ sealed with that key, as in a real store.`,
 // seeded random source, the command the real ones.
 type demoOptions struct {
 	dir    string // the store and contract are written here
-	clock  controller.Clock
+	clock  pollwarden.Clock
 	rand   *rand.Rand
 	loc    *time.Location // for the stories
 	sealer audit.Sealer
@@ -180,7 +180,7 @@ func (env Env) runDemo(ctx context.Context, keep bool, keyFlag string) error {
 		defer os.RemoveAll(dir)
 	}
 	out := env.Stdout
-	v, err := env.demo(ctx, demoOptions{dir: dir, clock: controller.RealClock{}, rand: newRand(), loc: time.Local, sealer: sealer,
+	v, err := env.demo(ctx, demoOptions{dir: dir, clock: pollwarden.RealClock{}, rand: newRand(), loc: time.Local, sealer: sealer,
 		started: func(url, name string) {
 			fmt.Fprintf(out, "pollwarden demo: six jobs at a fake provider on %s, contract %s\n", url, name)
 		},

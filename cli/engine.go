@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 	"github.com/pollwarden/pollwarden/metrics"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
@@ -19,21 +19,21 @@ import (
 type engine struct {
 	ctl     *controller.Controller
 	sched   *scheduler.Scheduler
-	changes *httpapi.Changes
+	changes *changes.Feed
 }
 
 // newEngine wires an engine on st; m may be nil (no metrics).
 func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics) *engine {
-	e := &engine{changes: httpapi.NewChanges()}
+	e := &engine{changes: changes.NewFeed()}
 	opts := controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: newRand(),
+		Store: st, Clock: pollwarden.RealClock{}, Rand: newRand(),
 		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
 		OnChange: func(op *pollwarden.Operation) {
 			e.changes.Publish(op)
 			e.sched.Changed(op)
 		},
 	}
-	sopts := scheduler.Options{Store: st, Contracts: set, Clock: controller.RealClock{}, Concurrency: concurrency, Logger: log}
+	sopts := scheduler.Options{Store: st, Contracts: set, Clock: pollwarden.RealClock{}, Concurrency: concurrency, Logger: log}
 	if m != nil {
 		opts.Observer, sopts.Observer = m, m
 	}

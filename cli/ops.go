@@ -21,10 +21,7 @@ func opsCmd(env Env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := pollwarden.Phase(phase)
-			switch p {
-			case "", pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
-				pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
-			default:
+			if p != "" && !p.Known() {
 				return usage(fmt.Errorf("--phase %q: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", phase))
 			}
 			st, err := env.openStore(cmd.Context(), store)

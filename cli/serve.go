@@ -20,6 +20,7 @@ import (
 	"github.com/pollwarden/pollwarden/metrics"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
+	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/pollwarden/pollwarden/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -98,7 +99,7 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return usage(err)
 	}
-	tokens, err := httpapi.LoadTokens(f.tokens)
+	tokens, err := tokens.Load(f.tokens)
 	if err != nil {
 		return usage(err)
 	}
@@ -215,7 +216,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 // contracts change, and the reverse).
 type reloadable struct {
 	set        *contract.Set
-	tokens     *httpapi.Tokens
+	tokens     *tokens.Set
 	tokensPath string
 }
 
@@ -242,7 +243,7 @@ func (rl reloadable) reload(log *slog.Logger) {
 	if rl.tokensPath == "" {
 		return
 	}
-	next, err := httpapi.LoadTokens(rl.tokensPath)
+	next, err := tokens.Load(rl.tokensPath)
 	if err != nil {
 		log.Error("tokens reload refused; keeping the previous tokens", "error", err.Error())
 		return

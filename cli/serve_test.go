@@ -10,7 +10,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 const reloadContract = `version: 1
@@ -34,7 +34,7 @@ func tokensFile(entries ...string) string {
 }
 
 func tokenEntry(name, role, token string) string {
-	return "  - {name: " + name + ", role: " + role + ", sha256: \"" + httpapi.HashToken(token) + "\"}\n"
+	return "  - {name: " + name + ", role: " + role + ", sha256: \"" + tokens.Hash(token) + "\"}\n"
 }
 
 // TestReloadTokensAndContracts: SIGHUP's reload swaps the tokens the API
@@ -53,7 +53,7 @@ func TestReloadTokensAndContracts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := httpapi.LoadTokens(tpath)
+	tokens, err := tokens.Load(tpath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func simCmd(env Env) *cobra.Command {
 		Short: "Simulate many operations polled by the real policy and by baseline schedules, on a virtual clock",
 		Long: `sim runs a discrete-event simulation of N operations on a virtual clock. The
 "pollwarden" strategy is the project's own decision core (policy.Gate,
-Reserve, Decide); the baselines follow the specification's formulas. Every
+CountRequest, Decide); the baselines follow the formulas in docs/sim.md. Every
 strategy polls its own copy of a simulated provider. Nothing is sent over a
 network and no wall clock is read: the same --seed gives the same numbers.
 
@@ -53,7 +53,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var format string
 			if plotFile != "" {
-				f, err := sim.PlotFormat(plotFile)
+				f, err := plotFormat(plotFile)
 				if err != nil {
 					return usage(err)
 				}
@@ -107,7 +107,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 			wall := time.Since(start)
 			if plotFile != "" {
 				var buf bytes.Buffer
-				if err := sim.WritePlot(rep, &buf, format); err != nil {
+				if err := writePlot(rep, &buf, format); err != nil {
 					return err
 				}
 				if err := os.WriteFile(plotFile, buf.Bytes(), 0o644); err != nil {
@@ -128,8 +128,8 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 	f.IntVar(&n, "n", 10_000, "number of operations")
 	f.Uint64Var(&seed, "seed", 1, "random seed; the same seed gives the same numbers")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.StringVar(&plotFile, "plot", "", "also draw the request rate over time to FILE.svg or FILE.png")
-	f.StringVar(&strategies, "strategies", "", "comma-separated strategies to run (default: the six of the specification)")
+	f.StringVar(&plotFile, "plot", "", "also draw the request rate over time to FILE.svg or FILE.png (a binary built with -tags plot)")
+	f.StringVar(&strategies, "strategies", "", "comma-separated strategies to run (default: pollwarden and the five baselines)")
 	f.BoolVar(&experimental, "experimental", false, "also run "+sim.Proposed+", the policy plus a change it has not adopted (jitter on top of Retry-After)")
 	f.IntVar(&runs, "runs", 100, "runs per cell (brooker only)")
 	return c
@@ -226,7 +226,7 @@ func (env Env) simBrooker(runs int, seed uint64, asJSON bool) error {
 	if asJSON {
 		return writeJSON(env.Stdout, map[string]any{"scenario": simBrooker, "runs": runs, "seed": seed, "cells": cells})
 	}
-	fmt.Fprintf(env.Stdout, "Brooker's OCC contention model · %d runs per cell · seed %d · reference: perf-anchors.md §1.4\n", runs, seed)
+	fmt.Fprintf(env.Stdout, "Brooker's OCC contention model · %d runs per cell · seed %d · reference: Brooker's published table, docs/sim.md\n", runs, seed)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "clients\tvariant\tcalls\treference\tdeviation\ttime (ms)\treference\tdeviation\t")
 	for _, c := range cells {

@@ -192,7 +192,7 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
 	pr := prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: controller.RealClock{}, Rand: newRand()})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: pollwarden.RealClock{}, Rand: newRand()})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started

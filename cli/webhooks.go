@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -57,6 +56,6 @@ func (env Env) newDispatcher(st pollwarden.Store, cfg *webhook.Config, reg prome
 	_, _ = rand.Read(b[:])
 	return webhook.New(webhook.Options{Store: st, Outbox: ob, Config: cfg,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
-		Now:   time.Now, Rand: newRand(), Resolve: env.resolveSecret,
+		Clock: pollwarden.RealClock{}, Rand: newRand(), Resolve: env.resolveSecret,
 		Logger: log.With("component", "webhooks"), Observer: metrics.NewWebhooks(reg)})
 }

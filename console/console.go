@@ -17,7 +17,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // Path is where serve mounts the console.
@@ -26,13 +26,13 @@ const Path = "/ui/"
 //go:embed templates/*.html static/*
 var files embed.FS
 
-// Verifier finds who presents a token; *httpapi.Tokens is one, so the
+// Verifier finds who presents a token; *tokens.Set is one, so the
 // console and the JSON API accept exactly the same tokens.
 type Verifier interface {
-	Identify(token string) (httpapi.Caller, bool)
+	Identify(token string) (tokens.Caller, bool)
 }
 
-// Changes signals changes of records; *httpapi.Changes is one (the
+// Changes signals changes of records; *changes.Feed is one (the
 // controller's OnChange fanned out).
 type Changes interface {
 	Subscribe(id string) (<-chan struct{}, func())
@@ -52,7 +52,7 @@ type Options struct {
 	// MaySee decides whether who may see op at all; an operation it
 	// refuses is left out of lists and answers 404. Default: everyone
 	// signed in sees every operation, as the JSON API does today.
-	MaySee func(who httpapi.Caller, op *pollwarden.Operation) bool
+	MaySee func(who tokens.Caller, op *pollwarden.Operation) bool
 	// Now is the clock for ages and session expiry; default time.Now.
 	Now func() time.Time
 	// Logger receives internal errors; default slog.Default().
@@ -71,7 +71,7 @@ type Console struct {
 	contracts *contract.Set
 	tokens    Verifier
 	changes   Changes
-	maySee    func(httpapi.Caller, *pollwarden.Operation) bool
+	maySee    func(tokens.Caller, *pollwarden.Operation) bool
 	now       func() time.Time
 	log       *slog.Logger
 	recheck   time.Duration
@@ -93,7 +93,7 @@ func New(opts Options) *Console {
 		changes: opts.Changes, maySee: opts.MaySee, now: opts.Now, log: opts.Logger, recheck: opts.Recheck,
 		done: make(chan struct{})}
 	if c.maySee == nil {
-		c.maySee = httpapi.Caller.Sees
+		c.maySee = tokens.Caller.Sees
 	}
 	if c.now == nil {
 		c.now = time.Now

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/httpapi"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // TestSignIn: the form has the fixed accessible names; a post without its
@@ -41,7 +41,7 @@ func TestSignIn(t *testing.T) {
 	}
 	var session *http.Cookie
 	for _, c := range (&http.Response{Header: p.header}).Cookies() {
-		if strings.Contains(c.Value, approverToken) || c.Value == httpapi.HashToken(approverToken) {
+		if strings.Contains(c.Value, approverToken) || c.Value == tokens.Hash(approverToken) {
 			t.Errorf("cookie %s carries the token", c.Name)
 		}
 		if c.Name == sessionCookie {
@@ -136,7 +136,7 @@ func TestProviderStringsShownAsText(t *testing.T) {
 // TestMaySeeHidesOperations: an operation the visibility function refuses
 // is absent from the queue and answers 404 everywhere.
 func TestMaySeeHidesOperations(t *testing.T) {
-	r := newRig(t, func(who httpapi.Caller, op *pollwarden.Operation) bool {
+	r := newRig(t, func(who tokens.Caller, op *pollwarden.Operation) bool {
 		return who.Role != pollwarden.RoleAgent || op.ID != "secret-1"
 	})
 	r.escalate("secret-1", "running")
@@ -166,7 +166,7 @@ func TestRevokedTokenEndsSession(t *testing.T) {
 	r := newRig(t, nil)
 	b := r.browser()
 	b.signIn(approverToken)
-	next, err := httpapi.NewTokens(httpapi.TokenSpec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: httpapi.HashToken(agentToken)})
+	next, err := tokens.New(tokens.Spec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)})
 	if err != nil {
 		t.Fatal(err)
 	}

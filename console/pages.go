@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/httpapi"
 	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // listLimit bounds each list on the queue page.
@@ -107,7 +107,7 @@ func escalatedAt(op *pollwarden.Operation) time.Time {
 }
 
 // list reads operations that who may see and f matches.
-func (c *Console) list(ctx context.Context, who httpapi.Caller, p pollwarden.ListParams, f filter) ([]*pollwarden.Operation, error) {
+func (c *Console) list(ctx context.Context, who tokens.Caller, p pollwarden.ListParams, f filter) ([]*pollwarden.Operation, error) {
 	// The owner filter runs in the store, before the limit, as the API's.
 	owner, ok := who.ListOwner()
 	if !ok {

@@ -17,13 +17,14 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 const (
@@ -41,14 +42,14 @@ type rig struct {
 	store   *sqlite.Store
 	ctl     *controller.Controller
 	set     *contract.Set
-	tokens  *httpapi.Tokens
-	changes *httpapi.Changes
+	tokens  *tokens.Set
+	changes *changes.Feed
 	srv     *httptest.Server
 }
 
-func newRig(t *testing.T, maySee func(httpapi.Caller, *pollwarden.Operation) bool) *rig {
+func newRig(t *testing.T, maySee func(tokens.Caller, *pollwarden.Operation) bool) *rig {
 	t.Helper()
-	r := &rig{t: t, fp: fp.New(), changes: httpapi.NewChanges()}
+	r := &rig{t: t, fp: fp.New(), changes: changes.NewFeed()}
 	t.Cleanup(r.fp.Close)
 	r.fp.RequireToken(canary)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
@@ -79,13 +80,13 @@ escalation:
 	}
 	getenv := func(k string) (string, bool) { return canary, k == "API_TOKEN" }
 	r.ctl = controller.New(controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "console-test",
+		Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "console-test",
 		Prober: prober.New(prober.Options{Now: time.Now, Getenv: getenv}), OnChange: r.changes.Publish,
 	})
-	r.tokens, err = httpapi.NewTokens(
-		httpapi.TokenSpec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: httpapi.HashToken(agentToken)},
-		httpapi.TokenSpec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: httpapi.HashToken(approverToken)},
-		httpapi.TokenSpec{Name: "root", Role: pollwarden.RoleAdmin, SHA256: httpapi.HashToken(adminToken)},
+	r.tokens, err = tokens.New(
+		tokens.Spec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
+		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
+		tokens.Spec{Name: "root", Role: pollwarden.RoleAdmin, SHA256: tokens.Hash(adminToken)},
 	)
 	if err != nil {
 		t.Fatal(err)

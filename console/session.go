@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // The cookies. The session cookie holds only a random id; the pre-session
@@ -90,8 +90,8 @@ func (s *sessions) drop(id string) {
 // and whether they may decide.
 type viewer struct {
 	Actor pollwarden.Actor
-	// Caller is the token's entry: what it may see (httpapi.Caller.Sees).
-	Caller httpapi.Caller
+	// Caller is the token's entry: what it may see (tokens.Caller.Sees).
+	Caller tokens.Caller
 	CSRF   string
 	Decide bool
 	id     string

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
-	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/pollwarden/pollwarden/uritemplate"
 )
 
@@ -148,7 +148,7 @@ func (c *Console) story(events []pollwarden.Event) []string {
 
 // visible reads op id for who: a store miss and an operation who may not
 // see answer the same ErrNotFound, so a page reveals nothing either way.
-func (c *Console) visible(ctx context.Context, who httpapi.Caller, id string) (*pollwarden.Operation, error) {
+func (c *Console) visible(ctx context.Context, who tokens.Caller, id string) (*pollwarden.Operation, error) {
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	safe := s.Method == "GET" || s.Method == "HEAD"
 	switch {
 	case !safe && !unsafe:
-		d.addf(methodLine, o.child("method"), "%s is not a safe method: a status call must only observe (R16); "+
+		d.addf(methodLine, o.child("method"), "%s is not a safe method: a status call must only observe; "+
 			"add unsafe_method: true to accept that every call then needs approval", s.Method)
 	case safe && unsafe:
 		d.addf(o.lineOf("unsafe_method"), o.child("unsafe_method"), "method %s is safe; remove unsafe_method", s.Method)

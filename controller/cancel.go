@@ -168,7 +168,7 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 		return StepResult{}, true, err
 	}
 	res = StepResult{Op: done}
-	if !done.Phase.Terminal() {
+	if done.Phase.Polling() {
 		res.Until = done.NextPollAt
 	}
 	return res, true, nil

@@ -24,7 +24,7 @@ import (
 type Options struct {
 	Store  pollwarden.Store
 	Prober *prober.Prober
-	Clock  Clock
+	Clock  pollwarden.Clock
 	Rand   policy.Rand
 	// Owner names this process in leases; defaults to host:pid.
 	Owner string
@@ -61,7 +61,7 @@ type Observer interface {
 type Controller struct {
 	store      pollwarden.Store
 	prober     *prober.Prober
-	clock      Clock
+	clock      pollwarden.Clock
 	rand       policy.Rand
 	owner      string
 	leaseRetry time.Duration

@@ -197,7 +197,7 @@ func TestR22_ConcurrentControllersNeverOverlap(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		ctl := r.controller(fmt.Sprintf("owner-%d", i))
-		ctl.clock = RealClock{}
+		ctl.clock = pollwarden.RealClock{}
 		ctl.prober = prober.New(prober.Options{Now: time.Now, Getenv: func(k string) (string, bool) { return testToken, true }})
 		wg.Go(func() {
 			if _, err := ctl.Wait(context.Background(), r.ex, "op1", nil); err != nil {

@@ -42,7 +42,7 @@ func FuzzObserveAndDecide(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		op, _ = policy.Reserve(op, c, t0)
+		op, _ = policy.CountRequest(op, c, t0)
 		resp := prober.Response{Status: code, RetryAfter: ra, SentAt: t0, ReceivedAt: t0}.WithBody(body)
 		if code <= 0 || code > 999 {
 			resp.Status, resp.Transport = 0, pollwarden.TransportOther

@@ -89,7 +89,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 				return nil, nil
 			}
 			var next *pollwarden.Operation
-			next, reservation = policy.Reserve(fresh, ct, now)
+			next, reservation = policy.CountRequest(fresh, ct, now)
 			return next, reservation
 		},
 	})
@@ -155,7 +155,7 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 		return StepResult{}, err
 	}
 	res := StepResult{Op: st.Op, Sent: true}
-	if !st.Op.Phase.Terminal() {
+	if st.Op.Phase.Polling() {
 		res.Until = st.Op.NextPollAt
 	}
 	return res, nil

@@ -5,20 +5,21 @@ import (
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // authenticate finds who presents the request's bearer token and checks
 // the role the route needs: no token or an unknown one is 401, a known
 // token with too small a role 403 (SPEC). Messages never repeat the token.
-func (a *api) authenticate(r *http.Request, need access) (Caller, *apiError) {
+func (a *api) authenticate(r *http.Request, need access) (tokens.Caller, *apiError) {
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return Caller{}, errorf(http.StatusUnauthorized, codeUnauthorized, "send Authorization: Bearer <token>")
+		return tokens.Caller{}, errorf(http.StatusUnauthorized, codeUnauthorized, "send Authorization: Bearer <token>")
 	}
 	who, ok := a.tokens.Identify(strings.TrimSpace(token))
 	if !ok {
-		return Caller{}, errorf(http.StatusUnauthorized, codeUnauthorized, "unknown token")
+		return tokens.Caller{}, errorf(http.StatusUnauthorized, codeUnauthorized, "unknown token")
 	}
 	if rank(who.Role) < need {
 		return who, errorf(http.StatusForbidden, codeForbidden, "%s is %s; this needs %s", who.Name, who.Role, roleNeeded(need))
@@ -43,7 +44,7 @@ func roleNeeded(need access) string {
 	case agents:
 		return "an agent, approver or admin token"
 	case approvers:
-		return "an approver or admin token (a decision grants authority, R20)"
+		return "an approver or admin token (a decision grants authority)"
 	}
 	return "an admin token"
 }

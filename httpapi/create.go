@@ -141,7 +141,7 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 		*l.dst = *l.v
 	}
 	if req.Deadline != "" {
-		dl, err := parseDeadline(req.Deadline, a.now())
+		dl, err := parseDeadline(req.Deadline, a.clock.Now())
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
@@ -155,7 +155,7 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 		if probe.ProviderJobID == "" && probe.StatusURL == "" {
 			probe.ProviderJobID = "-"
 		}
-		if _, _, err := policy.NewOperation(ct, probe, a.now()); err != nil {
+		if _, _, err := policy.NewOperation(ct, probe, a.clock.Now()); err != nil {
 			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
 		}
 		return nil, p, unprocessable("%s", strings.Join(problems, "; "))

@@ -57,11 +57,11 @@ func (a *api) requestExtension(w http.ResponseWriter, r *http.Request, who pollw
 	if err != nil {
 		return err
 	}
-	if final(op.Phase) {
+	if op.Phase.Finished() {
 		return conflict("operation %s is %s; there is nothing to extend", op.ID, op.Phase)
 	}
 	ext := controller.ExtensionRequest{ExtraTime: d, ExtraStatusRequests: req.ExtraStatusRequests, Justification: just}
-	op, err = retryBusy(r.Context(), func() (*pollwarden.Operation, error) {
+	op, err = retryBusy(r.Context(), a.clock, func() (*pollwarden.Operation, error) {
 		return a.ctl.RequestExtension(r.Context(), id, who, ext)
 	})
 	if err != nil {
@@ -151,7 +151,7 @@ func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) er
 		return conflict("contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
 	case option == pollwarden.OptionCancel, op.Phase == pollwarden.PhaseCancelling:
 		return nil
-	case op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil:
+	case !op.Phase.AwaitsDecision() || op.Escalation == nil:
 		return conflict("operation %s is %s, not escalated: there is no decision to make", op.ID, op.Phase)
 	}
 	var ids []string
@@ -187,20 +187,16 @@ const busyRetry = 5 * time.Second
 // retryBusy retries f while the record is being changed by a step. Only
 // writes that save once and re-read the record first may use it: a retry
 // then starts over from the current record and never repeats an effect.
-func retryBusy(ctx context.Context, f func() (*pollwarden.Operation, error)) (*pollwarden.Operation, error) {
-	deadline := time.Now().Add(busyRetry)
+func retryBusy(ctx context.Context, clock pollwarden.Clock, f func() (*pollwarden.Operation, error)) (*pollwarden.Operation, error) {
+	deadline := clock.Now().Add(busyRetry)
 	for {
 		op, err := f()
 		busy := errors.Is(err, pollwarden.ErrConflict) || errors.Is(err, pollwarden.ErrLeaseHeld)
-		if !busy || time.Now().After(deadline) {
+		if !busy || clock.Now().After(deadline) {
 			return op, err
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, 50*time.Millisecond) != nil {
 			return op, err
-		case <-t.C:
 		}
 	}
 }

@@ -7,9 +7,9 @@
 // through controller.Decide and policy.Apply (R20), extension requests
 // through controller.RequestExtension, which grants nothing. What this
 // package adds is only what a door must: who is calling (bearer tokens by
-// hash, roles), strict request bodies, answers in the outcome field names,
-// long-polls woken by the controller's OnChange hook, metrics, and an
-// OpenAPI description of all of it.
+// hash and roles, from package tokens), strict request bodies, answers in
+// the outcome field names, long-polls woken by the controller's OnChange
+// hook (package changes), metrics, and an OpenAPI description of all of it.
 //
 // Every answer is built from pollwarden.OutcomeOf or audit events, which
 // name the credential and never carry the secret (R27); bearer tokens are

@@ -9,8 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // Options configures the API. Controller, Store, Contracts and Tokens are
@@ -19,17 +21,18 @@ type Options struct {
 	Controller *controller.Controller
 	Store      pollwarden.Store
 	Contracts  *contract.Set
-	Tokens     *Tokens
-	// Now resolves relative deadlines ("30m"); default time.Now. The
-	// controller keeps its own clock for everything it records.
-	Now func() time.Time
+	Tokens     *tokens.Set
+	// Clock resolves relative deadlines ("30m") and times requests;
+	// default the wall clock. The controller keeps its own clock for
+	// everything it records.
+	Clock pollwarden.Clock
 	// Logger receives one line per request and the detail of internal
 	// errors; default slog.Default().
 	Logger *slog.Logger
 	// Changes wakes long-polls; pass the same one's Publish as the
 	// controller's OnChange. Without it (nil) long-polls only see changes
 	// on their periodic re-read of the store.
-	Changes *Changes
+	Changes *changes.Feed
 	// Registry receives the API's metrics and is served on /metrics;
 	// default a new registry per handler, never the global default one (two
 	// handlers in one process, as in tests, must not collide).
@@ -49,12 +52,12 @@ type api struct {
 	ctl       *controller.Controller
 	store     pollwarden.Store
 	contracts *contract.Set
-	tokens    *Tokens
+	tokens    *tokens.Set
 	// credentialAvailable: see Options.CredentialAvailable.
 	credentialAvailable func(*pollwarden.Contract) error
-	now                 func() time.Time
+	clock               pollwarden.Clock
 	log                 *slog.Logger
-	changes             *Changes
+	changes             *changes.Feed
 	recheck             time.Duration
 	metrics             *metrics
 	ready               *readiness
@@ -104,15 +107,15 @@ func NewHandler(opts Options) http.Handler {
 		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
 	}
 	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens, credentialAvailable: opts.CredentialAvailable,
-		now: opts.Now, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
-	if a.now == nil {
-		a.now = time.Now
+		clock: opts.Clock, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
+	if a.clock == nil {
+		a.clock = pollwarden.RealClock{}
 	}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
 	if a.changes == nil {
-		a.changes = NewChanges()
+		a.changes = changes.NewFeed()
 	}
 	if a.recheck <= 0 {
 		a.recheck = time.Second
@@ -146,7 +149,7 @@ func NewHandler(opts Options) http.Handler {
 // exists.
 func (a *api) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var who Caller
+		var who tokens.Caller
 		if rt.who != anyone {
 			var err *apiError
 			who, err = a.authenticate(r, rt.who)
@@ -188,7 +191,7 @@ func methodNotAllowed(methods []string) http.Handler {
 // path, whose operation ids would make metrics unbounded) and code.
 func (a *api) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := a.clock.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		info := &requestInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
@@ -197,19 +200,19 @@ func (a *api) observe(next http.Handler) http.Handler {
 		if pattern == "" || pattern == "/" {
 			pattern = "unmatched"
 		}
-		a.metrics.observe(pattern, rec.status, time.Since(start))
+		a.metrics.observe(pattern, rec.status, a.clock.Now().Sub(start))
 		a.log.InfoContext(r.Context(), "request", "method", r.Method, "route", pattern, "path", r.URL.Path,
-			"status", rec.status, "actor", info.caller.Name, "duration", time.Since(start).Round(time.Microsecond))
+			"status", rec.status, "actor", info.caller.Name, "duration", a.clock.Now().Sub(start).Round(time.Microsecond))
 	})
 }
 
 // requestInfo carries, from the guard to the route and back to observe,
 // who called and what they may see.
-type requestInfo struct{ caller Caller }
+type requestInfo struct{ caller tokens.Caller }
 
 type infoKey struct{}
 
-func setCaller(r *http.Request, who Caller) {
+func setCaller(r *http.Request, who tokens.Caller) {
 	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
 		info.caller = who
 	}

@@ -37,7 +37,7 @@ func TestLongPollWakesOnChange(t *testing.T) {
 		done <- result{a, time.Now()}
 	}()
 	// Change the phase only once the long-poll is listening.
-	for r.changes.subscribers() == 0 {
+	for r.changes.Watched() == 0 {
 		if time.Since(start) > 5*time.Second {
 			t.Fatal("the long-poll never subscribed")
 		}
@@ -132,7 +132,7 @@ func TestLongPollBadWait(t *testing.T) {
 	if a := r.do("GET", "/v1/operations/nope?wait=5s", agentToken, nil); a.status != http.StatusNotFound || a.errorCode(t) != codeNotFound {
 		t.Errorf("unknown op: %d %s", a.status, a.body)
 	}
-	if n := r.changes.subscribers(); n != 0 {
+	if n := r.changes.Watched(); n != 0 {
 		t.Errorf("%d subscriptions left behind", n)
 	}
 }

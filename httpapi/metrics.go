@@ -54,11 +54,6 @@ type phaseCollector struct {
 	desc  *prometheus.Desc
 }
 
-var phases = []pollwarden.Phase{
-	pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
-	pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated,
-}
-
 func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
@@ -73,7 +68,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, op := range ops {
 		counts[op.Phase]++
 	}
-	for _, p := range phases {
+	for _, p := range pollwarden.Phases() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[p]), string(p))
 	}
 }

@@ -70,10 +70,7 @@ const (
 func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	q := r.URL.Query()
 	p := pollwarden.ListParams{Phase: pollwarden.Phase(q.Get("phase")), Limit: defaultListLimit}
-	switch p.Phase {
-	case "", pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
-		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
-	default:
+	if p.Phase != "" && !p.Phase.Known() {
 		return unprocessable("phase %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", clip(string(p.Phase)))
 	}
 	if s := q.Get("limit"); s != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // failingWrites is a real SQLite store whose write probe fails, as on a
@@ -42,7 +43,7 @@ func TestReadyz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := NewTokens(TokenSpec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: HashToken(approverToken)})
+	tokens, err := tokens.New(tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestReadyz(t *testing.T) {
 		store pollwarden.Store
 		want  int
 	}{{"writable", st, http.StatusOK}, {"refusing writes", failingWrites{st}, http.StatusServiceUnavailable}} {
-		ctl := controller.New(controller.Options{Store: c.store, Clock: controller.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
+		ctl := controller.New(controller.Options{Store: c.store, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
 			Prober: prober.New(prober.Options{Now: time.Now})})
 		h := NewHandler(Options{Controller: ctl, Store: c.store, Contracts: set, Tokens: tokens,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // canary is the provider credential. The provider requires it, so it is
@@ -67,7 +69,7 @@ type rig struct {
 	store     *sqlite.Store
 	ctl       *controller.Controller
 	contracts *contract.Set
-	changes   *Changes
+	changes   *changes.Feed
 	srv       *httptest.Server
 
 	// onChange, when set, sees every published change first.
@@ -90,7 +92,7 @@ func newRig(t *testing.T) *rig { return newRigWith(t, rigOptions{}) }
 
 func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
-	r := &rig{t: t, changes: NewChanges()}
+	r := &rig{t: t, changes: changes.NewFeed()}
 	r.fp = fp.New()
 	t.Cleanup(r.fp.Close)
 	r.fp.RequireToken(canary)
@@ -112,14 +114,14 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	}
 	getenv := func(k string) (string, bool) { return canary, k == "API_TOKEN" }
 	r.ctl = controller.New(controller.Options{
-		Store: st, Clock: controller.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "api-test",
+		Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "api-test",
 		Prober:   prober.New(prober.Options{Now: time.Now, Getenv: getenv}),
 		OnChange: r.publish,
 	})
-	tokens, err := NewTokens(
-		TokenSpec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: HashToken(agentToken)},
-		TokenSpec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: HashToken(approverToken)},
-		TokenSpec{Name: "root", Role: pollwarden.RoleAdmin, SHA256: HashToken(adminToken)},
+	tokens, err := tokens.New(
+		tokens.Spec{Name: "build-agent", Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
+		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
+		tokens.Spec{Name: "root", Role: pollwarden.RoleAdmin, SHA256: tokens.Hash(adminToken)},
 	)
 	if err != nil {
 		t.Fatal(err)

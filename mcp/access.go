@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // callerKey carries, in a request's context, the token that sent it over
@@ -21,7 +21,7 @@ type callerKey struct{}
 
 // identity is who sends an MCP request.
 type identity struct {
-	caller httpapi.Caller
+	caller tokens.Caller
 	// remote: the request came through the daemon's /mcp with a token;
 	// caller then decides what it sees. Otherwise it is the local stdio
 	// server, which sees everything.
@@ -29,7 +29,7 @@ type identity struct {
 }
 
 func (s *server) who(ctx context.Context) identity {
-	if c, ok := ctx.Value(callerKey{}).(httpapi.Caller); ok {
+	if c, ok := ctx.Value(callerKey{}).(tokens.Caller); ok {
 		return identity{caller: c, remote: true}
 	}
 	return identity{}
@@ -89,9 +89,9 @@ func errTaken(opID string) error {
 // the zero Caller, who sees nothing.
 func withCaller(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		var c httpapi.Caller
+		var c tokens.Caller
 		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-			c, _ = extra.TokenInfo.Extra[callerInfoKey].(httpapi.Caller)
+			c, _ = extra.TokenInfo.Extra[callerInfoKey].(tokens.Caller)
 		}
 		return next(context.WithValue(ctx, callerKey{}, c), method, req)
 	}

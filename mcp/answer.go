@@ -27,7 +27,7 @@ func (s *server) get(ctx context.Context, id string) (*pollwarden.Operation, err
 
 // answer is the record with guidance in words.
 func (s *server) answer(op *pollwarden.Operation) JobAnswer {
-	return JobAnswer{Outcome: pollwarden.OutcomeOf(op), Guidance: guidance(op, s.o.Now())}
+	return JobAnswer{Outcome: pollwarden.OutcomeOf(op), Guidance: guidance(op, s.o.Clock.Now())}
 }
 
 func guidance(op *pollwarden.Operation, now time.Time) string {

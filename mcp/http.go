@@ -13,7 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
 )
 
 // Path is where the daemon serves MCP over streamable HTTP.
@@ -28,7 +28,7 @@ const Path = "/mcp"
 // as its token: an agent sees only the operations it created (unless its
 // entry says scope: all), and the audit names the token for what it does.
 type HTTPHandler struct {
-	tokens *httpapi.Tokens
+	tokens *tokens.Set
 	next   http.Handler
 
 	// streams is cancelled by Close.
@@ -38,7 +38,7 @@ type HTTPHandler struct {
 
 // NewHTTPHandler wraps srv (from NewServer) for the daemon. srv must
 // serve only through it: it makes every request of srv act as its token.
-func NewHTTPHandler(srv *sdk.Server, tokens *httpapi.Tokens, log *slog.Logger) *HTTPHandler {
+func NewHTTPHandler(srv *sdk.Server, tokens *tokens.Set, log *slog.Logger) *HTTPHandler {
 	h := &HTTPHandler{tokens: tokens}
 	h.streams, h.close = context.WithCancel(context.Background())
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },

@@ -11,9 +11,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
@@ -45,8 +46,8 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 		t.Fatal(err)
 	}
 	defer st.Close()
-	changes := httpapi.NewChanges()
-	ctl := controller.New(controller.Options{Store: st, Clock: controller.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
+	changes := changes.NewFeed()
+	ctl := controller.New(controller.Options{Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober:   prober.New(prober.Options{Now: time.Now, Getenv: os.LookupEnv}),
 		OnChange: changes.Publish})
 	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,

@@ -18,9 +18,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/httpapi"
 )
 
 // MaxWait bounds one wait_job call, below the ~60 s request timeout of
@@ -34,15 +34,16 @@ type Options struct {
 	Controller *controller.Controller
 	Store      pollwarden.Store
 	Contracts  *contract.Set
-	Changes    *httpapi.Changes
+	Changes    *changes.Feed
 	// CredentialAvailable, when set, refuses watch_job for a contract
 	// whose credential this process cannot find (naming it, never its value).
 	CredentialAvailable func(*pollwarden.Contract) error
 	// CredentialHint follows CredentialAvailable's error: where to set the
 	// credential (default: the MCP host's "env" for this stdio server).
 	CredentialHint string
-	// Now defaults to time.Now.
-	Now func() time.Time
+	// Clock is what guidance and progress read the time from; default the
+	// wall clock.
+	Clock pollwarden.Clock
 	// Version is reported to the client.
 	Version string
 	// ProgressEvery is how often wait_job sends a progress notification
@@ -84,8 +85,8 @@ type server struct {
 
 // NewServer returns an MCP server with the five tools.
 func NewServer(o Options) *sdk.Server {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = pollwarden.RealClock{}
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second

@@ -38,7 +38,7 @@ func (s *server) tasksGet(ctx context.Context, ss *sdk.ServerSession, p *taskPar
 	if err != nil {
 		return nil, err
 	}
-	now := s.o.Now()
+	now := s.o.Clock.Now()
 	if shapeOf(p, ss) == coreTask {
 		return &wire{v: coreTaskOf(op, now)}, nil
 	}
@@ -91,7 +91,7 @@ func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTas
 	if err != nil {
 		return nil, internal(err)
 	}
-	now := s.o.Now()
+	now := s.o.Clock.Now()
 	out := mcptask.ListTasksResult{Tasks: make([]mcptask.Task, 0, len(list))}
 	for _, op := range list {
 		out.Tasks = append(out.Tasks, coreTaskOf(op, now))
@@ -117,7 +117,7 @@ func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *task
 	if shapeOf(p, ss) == extTask {
 		return &wire{v: map[string]string{"resultType": mcptask.ResultTypeComplete}}, nil
 	}
-	return &wire{v: coreTaskOf(op, s.o.Now())}, nil
+	return &wire{v: coreTaskOf(op, s.o.Clock.Now())}, nil
 }
 
 // abandonWait is the one place a task's cancel reaches the controller: an

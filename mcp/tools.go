@@ -27,7 +27,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s", clip(in.Contract), s.names())
 	}
 	ct := ex.Contract()
-	now := s.o.Now()
+	now := s.o.Clock.Now()
 	p := policy.NewParams{ID: in.OperationID, ProviderJobID: in.JobID, StatusURL: in.StatusURL}
 	var problems []string
 	switch {
@@ -165,7 +165,7 @@ func progressToken(req *sdk.CallToolRequest) any {
 func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any, id string, d time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start := time.Now()
+	start := s.o.Clock.Now()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.o.ProgressEvery)
@@ -185,7 +185,7 @@ func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any
 			}
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
 				ProgressToken: tok, Message: msg,
-				Progress: time.Since(start).Seconds(), Total: d.Seconds(),
+				Progress: s.o.Clock.Now().Sub(start).Seconds(), Total: d.Seconds(),
 			})
 		}
 	}()
@@ -196,7 +196,7 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 	var lp pollwarden.ListParams
 	if in.Phase != "" {
 		ph := pollwarden.Phase(in.Phase)
-		if !knownPhase(ph) {
+		if !ph.Known() {
 			return nil, ListAnswer{}, fmt.Errorf("unknown phase %s; use one of waiting, cancelling, succeeded, failed, cancelled, expired, escalated, or omit it", clip(in.Phase))
 		}
 		lp.Phase = ph
@@ -216,15 +216,6 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 		a.Operations = append(a.Operations, pollwarden.OutcomeOf(op))
 	}
 	return nil, a, nil
-}
-
-func knownPhase(p pollwarden.Phase) bool {
-	switch p {
-	case pollwarden.PhaseWaiting, pollwarden.PhaseCancelling, pollwarden.PhaseSucceeded, pollwarden.PhaseFailed,
-		pollwarden.PhaseCancelled, pollwarden.PhaseExpired, pollwarden.PhaseEscalated:
-		return true
-	}
-	return false
 }
 
 func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, in RequestExtensionIn) (*sdk.CallToolResult, ExtensionAnswer, error) {

@@ -103,7 +103,7 @@ func (m *Metrics) Saved(op *pollwarden.Operation, events []pollwarden.Event) {
 			outcome = string(op.Phase)
 		case pollwarden.EventDecision, pollwarden.EventAction:
 			// abandon closes as failed; a cancel that worked, as cancelled.
-			if op.Phase.Terminal() && op.Phase != pollwarden.PhaseEscalated {
+			if op.Phase.Finished() {
 				outcome = string(op.Phase)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 func BenchmarkDecide(b *testing.B) {
 	c := testContract()
 	op := newOp(b, c)
-	op, _ = Reserve(op, c, t0)
+	op, _ = CountRequest(op, c, t0)
 	obs := obs200("running", nil)
 	now := t0.Add(time.Second)
 	r := seeded(1)

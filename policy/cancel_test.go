@@ -38,7 +38,7 @@ func TestR23_CancelIsRecordedBeforeItIsSent(t *testing.T) {
 		k.RequestedBy != alice || !k.RequestedAt.Equal(now) || k.Attempts != 1 {
 		t.Fatalf("recorded cancel: phase %s, %+v", rec.Phase, k)
 	}
-	if rec.Phase.Terminal() {
+	if !rec.Phase.Polling() {
 		t.Fatal("a cancelling operation must still be observed")
 	}
 	ans, evs := CancelAnswered(rec, c, 1, CancelAnswer{Sent: true, Status: 200, Detail: "POST … answered 200", State: "processing"}, now)

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -76,13 +75,13 @@ func (d *decider) classify() {
 		d.escalate(pollwarden.ReasonIntegrationFailure, obs.TransportDetail)
 	case obs.Transport != "" || s == 0:
 		d.transportFailure(obs.Transport)
-	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+	case s == 401 || s == 403: // Unauthorized, Forbidden
 		d.escalate(pollwarden.ReasonAuthorizationDenied, fmt.Sprintf("the provider answered %d; the credential is not retried", s))
-	case s == http.StatusTooManyRequests:
+	case s == 429: // Too Many Requests
 		d.rateLimited()
 	case s >= 500:
 		d.transportFailure(fmt.Sprintf("http_%d", s))
-	case s == http.StatusNotFound:
+	case s == 404: // Not Found
 		d.notFound()
 	case s >= 200 && s < 300:
 		d.body()

@@ -36,7 +36,7 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		next, ev := abandonWaiting(op, p, now)
 		return next, []pollwarden.Event{ev}, nil
 	}
-	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
+	if !op.Phase.AwaitsDecision() || op.Escalation == nil {
 		return nil, nil, fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
 	}
 	var opt *pollwarden.Option

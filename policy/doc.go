@@ -4,6 +4,9 @@
 // function takes the record, the observation, the time and a random source,
 // and returns the next record with the events that explain it. The
 // controller is the only caller that persists what these functions decide.
+// HTTP reaches it as values (a status code, a raw Retry-After read by
+// pollwarden.ParseRetryAfter); TestDependencies keeps os, net, net/http,
+// database/sql and io/fs out of it.
 package policy
 
 import "math/rand/v2"

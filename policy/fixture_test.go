@@ -55,7 +55,7 @@ func reservedAt(t testing.TB, c *pollwarden.Contract, op *pollwarden.Operation, 
 	if g.Verdict != Send {
 		t.Fatalf("gate at %s: verdict %d, want Send", at.Format(time.TimeOnly), g.Verdict)
 	}
-	r, _ := Reserve(op, c, at)
+	r, _ := CountRequest(op, c, at)
 	return r
 }
 

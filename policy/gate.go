@@ -67,7 +67,7 @@ type Uptime struct {
 // running are spread.
 func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) GateResult {
 	switch {
-	case op.Phase.Terminal():
+	case !op.Phase.Polling():
 		return GateResult{Verdict: Done, Op: op}
 	case !now.Before(op.DeadlineAt):
 		return stop(op, c, pollwarden.ReasonDeadlineExceeded, "the deadline arrived before the next status request", now)
@@ -162,11 +162,11 @@ func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now tim
 		"the deadline arrived while the request was being reserved; nothing was sent", now)
 }
 
-// Reserve counts the request before it is sent (R11): the returned record
-// has one more status request used (and one fewer approved call for an
-// unsafe method) and must be persisted before sending, so a crash leaves
-// an unused reservation, never an unrecorded request.
-func Reserve(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
+// CountRequest counts the status request before it is sent (R11): the
+// returned record has one more status request used (and one fewer approved
+// call for an unsafe method) and must be persisted before sending, so a
+// crash leaves an unused count, never an unrecorded request.
+func CountRequest(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	next.StatusRequestsUsed++
 	next.NextPollSpread = false

@@ -75,15 +75,15 @@ func TestR9_LateWakeUpSendsOneRequestThenWaits(t *testing.T) {
 	}
 }
 
-func TestR11_ReserveCountsBeforeSending(t *testing.T) {
+func TestR11_CountRequestBeforeSending(t *testing.T) {
 	c := testContract()
 	op := newOp(t, c)
-	r, evs := Reserve(op, c, t0)
+	r, evs := CountRequest(op, c, t0)
 	if r.StatusRequestsUsed != op.StatusRequestsUsed+1 {
 		t.Fatalf("used %d after reserve, want %d", r.StatusRequestsUsed, op.StatusRequestsUsed+1)
 	}
 	if op.StatusRequestsUsed != 0 {
-		t.Fatal("Reserve mutated its input")
+		t.Fatal("CountRequest mutated its input")
 	}
 	if len(evs) != 1 || evs[0].Kind != pollwarden.EventRequestSent || evs[0].Data.RequestsUsed != 1 || evs[0].Data.MaxRequests != 12 || evs[0].Data.DeadlineAt == nil {
 		t.Fatalf("reserve event %+v: want status_request_sent with count 1 of 12 and the deadline", evs)
@@ -109,7 +109,7 @@ func TestR16_UnsafeStatusMethodNeedsApprovalPerCall(t *testing.T) {
 	if v := Gate(ok, c, t0).Verdict; v != Send {
 		t.Fatalf("after one approval: verdict %d, want Send", v)
 	}
-	r, _ := Reserve(ok, c, t0)
+	r, _ := CountRequest(ok, c, t0)
 	after := Decide(r, c, obs200("running", nil), t0, fixedRand(0)).Op
 	if g := Gate(after, c, after.NextPollAt); g.Verdict != Stop {
 		t.Fatalf("second call without a new approval: verdict %d, want Stop", g.Verdict)
@@ -119,7 +119,7 @@ func TestR16_UnsafeStatusMethodNeedsApprovalPerCall(t *testing.T) {
 func TestR11_DeadlineRecheckedAfterTheReservation(t *testing.T) {
 	c := testContract()
 	op := newOp(t, c)
-	reserved, _ := Reserve(op, c, t0.Add(40*time.Minute-time.Millisecond))
+	reserved, _ := CountRequest(op, c, t0.Add(40*time.Minute-time.Millisecond))
 	if g := StillInTime(reserved, c, t0.Add(40*time.Minute-time.Microsecond)); g.Verdict != Send {
 		t.Fatalf("before the deadline: verdict %d, want Send", g.Verdict)
 	}
@@ -170,7 +170,7 @@ func TestR9_LateWakeUpIsSpreadOnceThenSends(t *testing.T) {
 	if g2 := Gate(g.Op, c, g.Until.Add(20*time.Minute)); g2.Verdict != Send {
 		t.Fatalf("at the spread time: verdict %d, want Send (never spread twice)", g2.Verdict)
 	}
-	res, _ := Reserve(g.Op, c, g.Until)
+	res, _ := CountRequest(g.Op, c, g.Until)
 	if res.NextPollSpread {
 		t.Fatal("the reservation kept the spread mark")
 	}

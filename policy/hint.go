@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/pollwarden/pollwarden"
 )
 
 // hintWait validates the provider's poll hints (R6) and returns the wait
@@ -49,8 +51,8 @@ func pollAfterDuration(v any) (time.Duration, error) {
 	if math.IsNaN(f) || f < 0 {
 		return 0, fmt.Errorf("negative value %v", f)
 	}
-	if f > maxRetryAfter.Seconds() {
-		return maxRetryAfter, nil
+	if f > pollwarden.MaxRetryAfter.Seconds() {
+		return pollwarden.MaxRetryAfter, nil
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }
@@ -86,4 +88,12 @@ func typeName(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// clip keeps error messages short whatever a provider sends.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

@@ -144,7 +144,7 @@ func TestR5_R6_R7_ScheduleBoundsProperty(t *testing.T) {
 		if g := Gate(op, c, now); g.Verdict != Send {
 			t.Fatalf("gate verdict %d, want Send", g.Verdict)
 		}
-		res, _ := Reserve(op, c, now)
+		res, _ := CountRequest(op, c, now)
 		var obs *pollwarden.Observation
 		var minWait time.Duration
 		switch kind := rapid.SampledFrom([]string{"pending", "retry-after", "hint"}).Draw(t, "kind"); kind {

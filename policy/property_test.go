@@ -80,7 +80,7 @@ func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Op
 		if op.StatusRequestsUsed >= op.MaxStatusRequests {
 			t.Fatalf("request %d over budget %d", op.StatusRequestsUsed+1, op.MaxStatusRequests)
 		}
-		res, _ := Reserve(op, c, now)
+		res, _ := CountRequest(op, c, now)
 		sent, spread = sent+1, false
 		latency := time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(t, "latency"))
 		st := Decide(res, c, drawObservation(t, allowEnd), now.Add(latency), r)
@@ -103,7 +103,7 @@ func TestR11_NeverARequestPastTheDeadlineOrBudgetProperty(t *testing.T) {
 		c.Limits.MaxStatusRequests = rapid.IntRange(1, 40).Draw(t, "contractMax")
 		c.Limits.Deadline = time.Duration(rapid.Int64Range(int64(time.Second), int64(2*time.Hour)).Draw(t, "deadline"))
 		op, sent := simulate(t, c, true)
-		if !op.Phase.Terminal() {
+		if op.Phase.Polling() {
 			t.Fatalf("ended in phase %s", op.Phase)
 		}
 		if sent != op.StatusRequestsUsed || sent > op.MaxStatusRequests {

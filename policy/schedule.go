@@ -28,7 +28,7 @@ func (d *decider) schedule(rateLimited bool) {
 		hasMin  bool
 	)
 	if ra := d.obs.RetryAfter; ra != "" {
-		w, err := ParseRetryAfter(ra, d.now)
+		w, err := pollwarden.ParseRetryAfter(ra, d.now)
 		if err != nil {
 			d.reject(err.Error())
 		} else {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/policy"
@@ -152,12 +153,12 @@ func newDaemon(b *testing.B, sync string, raw, spread time.Duration) *daemon {
 	st := r.open(sqlite.Options{Synchronous: sync})
 	late := &lateness{}
 	ctl := controller.New(controller.Options{
-		Store: st, Clock: controller.RealClock{}, Owner: "bench", Rand: rand.New(rand.NewPCG(3, 4)),
+		Store: st, Clock: pollwarden.RealClock{}, Owner: "bench", Rand: rand.New(rand.NewPCG(3, 4)),
 		Prober: prober.New(prober.Options{Now: time.Now, Transport: scheduler.Transport(scheduler.BaseTransport(daemonConcurrency))}),
 	})
 	d := &daemon{srv: r.srv, late: late}
 	r.srv.OnRequest(func(string) { d.sent.Add(1) })
-	d.sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: r.set, Clock: controller.RealClock{},
+	d.sched = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: r.set, Clock: pollwarden.RealClock{},
 		Concurrency: daemonConcurrency, CatchUpRate: -1, Observer: late})
 	return d
 }

@@ -68,7 +68,7 @@ type rig struct {
 	path  string
 	store *sqlite.Store
 	set   *contracts
-	clock controller.Clock
+	clock pollwarden.Clock
 }
 
 func newRig(t testing.TB) *rig {
@@ -77,7 +77,7 @@ func newRig(t testing.TB) *rig {
 	t.Cleanup(srv.Close)
 	path := filepath.Join(t.TempDir(), "pw.db")
 	r := &rig{t: t, srv: srv, path: path, set: &contracts{exs: map[string]*contract.Extractor{}},
-		clock: controller.RealClock{}}
+		clock: pollwarden.RealClock{}}
 	r.store = r.open(sqlite.Options{})
 	return r
 }

@@ -74,7 +74,7 @@ type Options struct {
 	// Store is where due operations are found; default Controller.Store().
 	Store     pollwarden.Store
 	Contracts Contracts
-	Clock     controller.Clock
+	Clock     pollwarden.Clock
 	// Concurrency is how many steps may be in flight at once; default 32.
 	Concurrency int
 	// Poll is how often to look for due work when nothing woke the
@@ -109,7 +109,7 @@ type Scheduler struct {
 	ctl          *controller.Controller
 	store        pollwarden.Store
 	contracts    Contracts
-	clock        controller.Clock
+	clock        pollwarden.Clock
 	log          *slog.Logger
 	observer     Observer
 	concurrency  int
@@ -229,7 +229,7 @@ func (s *Scheduler) Wake() {
 // the scheduler's next planned look, and ignores the changes the
 // scheduler's own steps make.
 func (s *Scheduler) Changed(op *pollwarden.Operation) {
-	if op == nil || op.Phase.Terminal() {
+	if op == nil || !op.Phase.Polling() {
 		return
 	}
 	s.mu.Lock()
@@ -347,7 +347,7 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwa
 // the current set (controller.StepWithoutContract); nothing is sent.
 func (s *Scheduler) stepWithoutContract(ctx context.Context, op *pollwarden.Operation) {
 	res, err := s.ctl.StepWithoutContract(ctx, op)
-	if err == nil && res.Op != nil && res.Op.Phase == pollwarden.PhaseEscalated {
+	if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
 		s.log.Warn("operation escalated: its contract is not in the current set", "operation", op.ID,
 			"contract", op.Contract, "reason", res.Op.Reason)
 	}

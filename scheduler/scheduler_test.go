@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/scheduler"
@@ -338,7 +337,7 @@ func TestMissingContractEscalates(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched.Wake()
-	waitFor(t, "the extended operation to end", 30*time.Second, func() bool { return r.get("op-gone-01").Phase.Terminal() })
+	waitFor(t, "the extended operation to end", 30*time.Second, func() bool { return !r.get("op-gone-01").Phase.Polling() })
 	run.stop(t)
 	noSchedulerGoroutines(t)
 	if op := r.checkBooks("op-gone-01", "gone-01"); op.Phase != pollwarden.PhaseSucceeded {
@@ -391,7 +390,7 @@ type jumpClock struct{ offset atomic.Int64 }
 
 func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *jumpClock) Sleep(ctx context.Context, d time.Duration) error {
-	return controller.RealClock{}.Sleep(ctx, d)
+	return pollwarden.RealClock{}.Sleep(ctx, d)
 }
 
 // TestStallPacesOverdue: when the scheduler wakes far later than it meant

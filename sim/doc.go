@@ -1,6 +1,6 @@
 // Package sim is a discrete-event simulation of many operations polled by
 // one controller, on a virtual clock. It drives the real decision core
-// (policy.Gate, policy.Reserve, policy.Decide) side by side with the
+// (policy.Gate, policy.CountRequest, policy.Decide) side by side with the
 // baseline schedules the specification names, against a simulated
 // provider, and measures what a provider sees: status requests per job,
 // detection lag, request rate and its bursts, requests sent inside a

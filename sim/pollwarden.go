@@ -86,7 +86,7 @@ func (o *observations) of(a answer) *pollwarden.Observation {
 
 // realPolicy runs every operation through the project's decision core,
 // exactly in the controller's order: Gate (deadline, budget, next-poll
-// time); if it says Send, Reserve, send, and Decide on the answer. The
+// time); if it says Send, CountRequest, send, and Decide on the answer. The
 // wake-up time is always the record's NextPollAt, so nothing here chooses
 // a delay; an experiment (proposed.go) may move it.
 type realPolicy struct {
@@ -206,7 +206,7 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 		p.ops[k] = g.Op
 		return since(g.Until), true
 	}
-	reserved, _ := policy.Reserve(op, p.c, t)
+	reserved, _ := policy.CountRequest(op, p.c, t)
 	a := e.send(k, now)
 	st := policy.Decide(reserved, p.c, p.obs.of(a), t, p.rand(k))
 	if p.exp != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // This file holds the EXPERIMENTAL strategies: the real policy (Gate,
-// Reserve, Decide, unchanged) followed by a change that package policy
+// CountRequest, Decide, unchanged) followed by a change that package policy
 // has not adopted, applied to the record Decide returns. They are not the
 // project's policy: the "pollwarden" row of every table runs package
 // policy alone. They run only when asked for by name (--strategies, or

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/policy"
 )
 
 // Rand is the jitter source (math/rand/v2's *Rand fits); the dispatcher
@@ -28,7 +27,7 @@ type Observer interface {
 	WebhookAttempt(endpoint, result string)
 }
 
-// Options configures a Dispatcher. Store, Outbox, Config, Owner, Now, Rand
+// Options configures a Dispatcher. Store, Outbox, Config, Owner, Clock, Rand
 // and Resolve are required.
 type Options struct {
 	Store  pollwarden.Store
@@ -36,7 +35,7 @@ type Options struct {
 	Config *Config
 	// Owner names this dispatcher in claims; unique per process.
 	Owner string
-	Now   func() time.Time
+	Clock pollwarden.Clock
 	Rand  Rand
 	// Resolve reads a secret reference (prober.ResolveSecret over the
 	// process environment); it is called at every attempt.
@@ -63,7 +62,7 @@ type Dispatcher struct {
 	endpoints map[string]Endpoint
 	names     []string
 	owner     string
-	now       func() time.Time
+	clock     pollwarden.Clock
 	randMu    sync.Mutex
 	rand      Rand
 	resolve   func(string) (string, error)
@@ -76,12 +75,12 @@ type Dispatcher struct {
 
 // New checks opts and builds a Dispatcher.
 func New(opts Options) (*Dispatcher, error) {
-	if opts.Store == nil || opts.Outbox == nil || opts.Config == nil || opts.Owner == "" || opts.Now == nil ||
+	if opts.Store == nil || opts.Outbox == nil || opts.Config == nil || opts.Owner == "" || opts.Clock == nil ||
 		opts.Rand == nil || opts.Resolve == nil {
-		return nil, errors.New("webhook.New: Store, Outbox, Config, Owner, Now, Rand and Resolve are required")
+		return nil, errors.New("webhook.New: Store, Outbox, Config, Owner, Clock, Rand and Resolve are required")
 	}
 	d := &Dispatcher{store: opts.Store, outbox: opts.Outbox, cfg: opts.Config, endpoints: map[string]Endpoint{},
-		owner: opts.Owner, now: opts.Now, rand: opts.Rand, resolve: opts.Resolve, client: opts.Client,
+		owner: opts.Owner, clock: opts.Clock, rand: opts.Rand, resolve: opts.Resolve, client: opts.Client,
 		log: opts.Logger, obs: opts.Observer, poll: opts.Poll, batch: opts.Batch}
 	for _, e := range opts.Config.Endpoints {
 		d.endpoints[e.Name] = e
@@ -120,12 +119,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if n > 0 && err == nil {
 			continue
 		}
-		t := time.NewTimer(d.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if d.clock.Sleep(ctx, d.poll) != nil {
 			return nil
-		case <-t.C:
 		}
 	}
 }
@@ -143,7 +138,7 @@ func (d *Dispatcher) Tick(ctx context.Context) (int, error) {
 		}
 	}
 	msgs, err := d.outbox.OutboxClaim(ctx, pollwarden.OutboxClaimParams{Owner: d.owner, Endpoints: d.names,
-		Now: d.now(), TTL: d.claimTTL(), Limit: d.batch})
+		Now: d.clock.Now(), TTL: d.claimTTL(), Limit: d.batch})
 	if err != nil {
 		return 0, fmt.Errorf("claim: %w", err)
 	}
@@ -162,9 +157,9 @@ func (d *Dispatcher) Tick(ctx context.Context) (int, error) {
 // attempt POSTs one message and records the result.
 func (d *Dispatcher) attempt(ctx context.Context, m pollwarden.OutboxMessage) {
 	ep := d.endpoints[m.Endpoint]
-	at := d.now()
+	at := d.clock.Now()
 	status, retryAfter, err := d.post(ctx, ep, m, at)
-	p := pollwarden.OutboxSettleParams{Seq: m.Seq, Owner: d.owner, Attempt: m.Attempts, LastStatus: status, Now: d.now()}
+	p := pollwarden.OutboxSettleParams{Seq: m.Seq, Owner: d.owner, Attempt: m.Attempts, LastStatus: status, Now: d.clock.Now()}
 	log := d.log.With("endpoint", ep.Name, "webhook_id", m.ID, "type", m.Type, "operation_id", m.OperationID, "attempt", m.Attempts)
 	switch {
 	case err == nil:
@@ -239,7 +234,7 @@ func (d *Dispatcher) post(ctx context.Context, ep Endpoint, m pollwarden.OutboxM
 	}
 	var ra time.Duration
 	if v := resp.Header.Get("Retry-After"); v != "" {
-		if w, err := policy.ParseRetryAfter(v, d.now()); err == nil {
+		if w, err := pollwarden.ParseRetryAfter(v, d.clock.Now()); err == nil {
 			ra = w
 		}
 	}

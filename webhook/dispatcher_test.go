@@ -30,6 +30,11 @@ type clock struct {
 }
 
 func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Sleep waits on the wall clock: only Run sleeps, between ticks.
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	return pollwarden.RealClock{}.Sleep(ctx, d)
+}
 func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
@@ -120,7 +125,7 @@ func newFixtureOn(t *testing.T, st store, url string, retry Retry) *fixture {
 
 func (f *fixture) dispatcher(t *testing.T, owner string) *Dispatcher {
 	t.Helper()
-	d, err := New(Options{Store: f.st, Outbox: f.st, Config: f.cfg, Owner: owner, Now: f.clk.Now,
+	d, err := New(Options{Store: f.st, Outbox: f.st, Config: f.cfg, Owner: owner, Clock: f.clk,
 		Rand: rand.New(rand.NewPCG(1, 2)), Observer: f,
 		Resolve: func(ref string) (string, error) {
 			if ref != "env:WH" {

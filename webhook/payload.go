@@ -47,7 +47,7 @@ func classify(ev pollwarden.Event, op *pollwarden.Operation) (event, bool) {
 	case pollwarden.EventEscalated:
 		return event{ClassEscalated, "operation.escalated", "escalated/" + strconv.FormatInt(ev.Pos, 10)}, true
 	case pollwarden.EventSucceeded, pollwarden.EventFinished, pollwarden.EventDecision, pollwarden.EventAction:
-		if op.Phase.Terminal() && op.Phase != pollwarden.PhaseEscalated {
+		if op.Phase.Finished() {
 			return event{ClassFinal, "operation." + string(op.Phase), "final/" + op.ID}, true
 		}
 	}
@@ -67,7 +67,7 @@ func messageID(ev pollwarden.Event) string {
 func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]pollwarden.OutboxMessage, error) {
 	ops := map[string]*pollwarden.Operation{}
 	seen := map[string]bool{}
-	now := d.now()
+	now := d.clock.Now()
 	var out []pollwarden.OutboxMessage
 	for _, ev := range evs {
 		switch ev.Kind {

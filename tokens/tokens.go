@@ -1,4 +1,8 @@
-package httpapi
+// Package tokens holds who may use the daemon's doors: the tokens file
+// (names, roles, SHA-256 of each bearer token, an agent's scope) and the
+// Caller a presented token identifies. The HTTP API and the MCP endpoint
+// both authenticate through it, so neither depends on the other.
+package tokens
 
 import (
 	"bytes"
@@ -18,12 +22,12 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// Tokens maps bearer tokens, by their SHA-256, to who presents them. Only
+// Set maps bearer tokens, by their SHA-256, to who presents them. Only
 // hashes are kept: a leaked tokens file or memory dump does not hand out
-// the tokens themselves. A Tokens is safe for concurrent use; Replace
+// the tokens themselves. A Set is safe for concurrent use; Replace
 // swaps the whole set at once, so a reload (SIGHUP) never exposes half a
 // file.
-type Tokens struct {
+type Set struct {
 	entries atomic.Pointer[[]tokenEntry]
 }
 
@@ -32,17 +36,17 @@ type tokenEntry struct {
 	hash   [sha256.Size]byte
 }
 
-// TokenSpec is one entry of a tokens file: who, in which role, the hex
+// Spec is one entry of a tokens file: who, in which role, the hex
 // SHA-256 of the token they present, and, for an agent, which operations
 // it sees (Scope: "" or own, its own; all, every operation).
-type TokenSpec struct {
+type Spec struct {
 	Name   string
 	Role   pollwarden.Role
 	SHA256 string
 	Scope  Scope
 }
 
-// LoadTokens reads a tokens file (SPEC, `--tokens FILE`):
+// Load reads a tokens file (SPEC, `--tokens FILE`):
 //
 //	tokens:
 //	  - {name: build-agent, role: agent, sha256: "<hex sha256 of the token>"}
@@ -54,7 +58,7 @@ type TokenSpec struct {
 // or one hash are refused; the error lists every problem with its line and
 // the entry's name. The file never holds a token, so nothing here can leak
 // one.
-func LoadTokens(path string) (*Tokens, error) {
+func Load(path string) (*Set, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
@@ -66,12 +70,12 @@ func LoadTokens(path string) (*Tokens, error) {
 		}
 		return nil, fmt.Errorf("%w: tokens file refused:\n%s", pollwarden.ErrInvalid, strings.Join(problems, "\n"))
 	}
-	return NewTokens(specs...)
+	return New(specs...)
 }
 
-// NewTokens builds a Tokens from entries, with the same checks as
-// LoadTokens.
-func NewTokens(specs ...TokenSpec) (*Tokens, error) {
+// New builds a Set from entries, with the same checks as
+// Load.
+func New(specs ...Spec) (*Set, error) {
 	if problems := checkSpecs(specs); len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, p := range problems {
@@ -89,14 +93,14 @@ func NewTokens(specs ...TokenSpec) (*Tokens, error) {
 		entries[i].caller = Caller{Actor: pollwarden.Actor{Name: s.Name, Role: s.Role}, Scope: scope}
 		copy(entries[i].hash[:], b)
 	}
-	t := &Tokens{}
+	t := &Set{}
 	t.entries.Store(&entries)
 	return t, nil
 }
 
 // Replace makes t answer as n does from now on (a reloaded tokens file):
 // a revoked token stops working at once, without a restart.
-func (t *Tokens) Replace(n *Tokens) {
+func (t *Set) Replace(n *Set) {
 	t.entries.Store(n.entries.Load())
 }
 
@@ -106,7 +110,7 @@ type specProblem struct {
 	msg   string
 }
 
-func checkSpecs(specs []TokenSpec) []specProblem {
+func checkSpecs(specs []Spec) []specProblem {
 	var out []specProblem
 	names, hashes := map[string]int{}, map[string]int{}
 	for i, s := range specs {
@@ -131,7 +135,7 @@ func checkSpecs(specs []TokenSpec) []specProblem {
 	return out
 }
 
-func checkSpec(s TokenSpec) []string {
+func checkSpec(s Spec) []string {
 	var out []string
 	if s.Name == "" {
 		out = append(out, "name is required")
@@ -167,13 +171,13 @@ func checkSpec(s TokenSpec) []string {
 // Lookup returns who presents token. The token is hashed first and every
 // entry is compared in constant time, so neither the answer's timing nor
 // anything kept reveals the token.
-func (t *Tokens) Lookup(token string) (pollwarden.Actor, bool) {
+func (t *Set) Lookup(token string) (pollwarden.Actor, bool) {
 	c, ok := t.Identify(token)
 	return c.Actor, ok
 }
 
 // Identify is Lookup with what the token's entry lets it see.
-func (t *Tokens) Identify(token string) (Caller, bool) {
+func (t *Set) Identify(token string) (Caller, bool) {
 	if t == nil || token == "" {
 		return Caller{}, false
 	}
@@ -191,15 +195,15 @@ func (t *Tokens) Identify(token string) (Caller, bool) {
 	return entries[found].caller, true
 }
 
-// HashToken returns the hex SHA-256 to put in a tokens file for token.
-func HashToken(token string) string {
+// Hash returns the hex SHA-256 to put in a tokens file for token.
+func Hash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
 
 // parseTokens walks the YAML by hand so that every problem carries its
 // line, as contract files do.
-func parseTokens(data []byte) ([]TokenSpec, []string) {
+func parseTokens(data []byte) ([]Spec, []string) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -228,7 +232,7 @@ func parseTokens(data []byte) ([]TokenSpec, []string) {
 	if list.Kind != yaml.SequenceNode {
 		return nil, append(problems, fmt.Sprintf("line %d: tokens: expected a list", list.Line))
 	}
-	specs := make([]TokenSpec, 0, len(list.Content))
+	specs := make([]Spec, 0, len(list.Content))
 	for i, n := range list.Content {
 		s, probs := parseEntry(i, n)
 		specs = append(specs, s)
@@ -243,8 +247,8 @@ func parseTokens(data []byte) ([]TokenSpec, []string) {
 	return specs, problems
 }
 
-func parseEntry(i int, n *yaml.Node) (TokenSpec, []string) {
-	var s TokenSpec
+func parseEntry(i int, n *yaml.Node) (Spec, []string) {
+	var s Spec
 	if n.Kind != yaml.MappingNode {
 		return s, []string{fmt.Sprintf("line %d: tokens[%d]: expected {name, role, sha256, scope}", n.Line, i)}
 	}
@@ -274,7 +278,7 @@ func parseEntry(i int, n *yaml.Node) (TokenSpec, []string) {
 	return s, problems
 }
 
-func entryName(s TokenSpec) string {
+func entryName(s Spec) string {
 	if s.Name == "" {
 		return ""
 	}

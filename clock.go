@@ -1,13 +1,13 @@
-package controller
+package pollwarden
 
 import (
 	"context"
 	"time"
 )
 
-// Clock is the controller's only source of time. Tests pass a fake one so
-// that a forty-minute wait runs in milliseconds; nothing else reads the
-// wall clock.
+// Clock is the only source of time for the controller, the scheduler and
+// the doors. Tests pass a fake one so that a forty-minute wait runs in
+// milliseconds; nothing else reads the wall clock.
 type Clock interface {
 	Now() time.Time
 	// Sleep waits for d or until ctx ends, whichever is first.

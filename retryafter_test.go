@@ -1,6 +1,7 @@
-package policy
+package pollwarden
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -19,8 +20,8 @@ func TestR7_ParseRetryAfter(t *testing.T) {
 		"RFC 850 date":               {in: "Friday, 18-Apr-25 10:22:31 GMT", want: 2 * time.Minute},
 		"asctime date":               {in: "Fri Apr 18 10:22:31 2025", want: 2 * time.Minute},
 		"date in the past":           {in: "Fri, 18 Apr 2025 09:00:00 GMT", want: 0},
-		"huge number is clamped":     {in: "99999999999999999999999", want: maxRetryAfter},
-		"far-future date is clamped": {in: "Fri, 01 Apr 7000 00:00:00 GMT", want: maxRetryAfter},
+		"huge number is clamped":     {in: "99999999999999999999999", want: MaxRetryAfter},
+		"far-future date is clamped": {in: "Fri, 01 Apr 7000 00:00:00 GMT", want: MaxRetryAfter},
 		"negative":                   {in: "-5", wantErr: true},
 		"plus sign":                  {in: "+5", wantErr: true},
 		"fraction":                   {in: "1.5", wantErr: true},
@@ -48,8 +49,21 @@ func FuzzParseRetryAfter(f *testing.F) {
 	now := time.Date(2025, 4, 18, 10, 20, 31, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := ParseRetryAfter(s, now)
-		if err == nil && (d < 0 || d > maxRetryAfter) {
-			t.Fatalf("ParseRetryAfter(%q) = %s: outside [0, %s]", s, d, maxRetryAfter)
+		if err == nil && (d < 0 || d > MaxRetryAfter) {
+			t.Fatalf("ParseRetryAfter(%q) = %s: outside [0, %s]", s, d, MaxRetryAfter)
 		}
 	})
+}
+
+// TestHTTPDateAsNetHTTP: the root package's own HTTP-date reading accepts
+// and rejects what net/http's does, with the same instant.
+func TestHTTPDateAsNetHTTP(t *testing.T) {
+	for _, s := range []string{"Fri, 18 Apr 2025 10:22:31 GMT", "Friday, 18-Apr-25 10:22:31 GMT", "Fri Apr 18 10:22:31 2025",
+		"Fri Apr  8 10:22:31 2025", "Fri, 32 Apr 2025 10:22:31 GMT", "Fri, 18 Apr 2025 10:22:31 UTC", "18 Apr 2025", "", "soon"} {
+		got, gotErr := parseHTTPDate(s)
+		want, wantErr := http.ParseTime(s)
+		if (gotErr != nil) != (wantErr != nil) || !got.Equal(want) {
+			t.Errorf("parseHTTPDate(%q) = %v, %v; net/http says %v, %v", s, got, gotErr, want, wantErr)
+		}
+	}
 }

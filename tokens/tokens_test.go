@@ -1,4 +1,4 @@
-package httpapi
+package tokens
 
 import (
 	"errors"
@@ -21,13 +21,13 @@ func writeTokens(t *testing.T, body string) string {
 
 func TestLoadTokens(t *testing.T) {
 	p := writeTokens(t, `tokens:
-  - {name: build-agent, role: agent,    sha256: "`+HashToken("a-secret")+`"}
-  - {name: alice,       role: approver, sha256: "`+strings.ToUpper(HashToken("b-secret"))+`"}
+  - {name: build-agent, role: agent,    sha256: "`+Hash("a-secret")+`"}
+  - {name: alice,       role: approver, sha256: "`+strings.ToUpper(Hash("b-secret"))+`"}
   - name: root
     role: admin
-    sha256: `+HashToken("c-secret")+`
+    sha256: `+Hash("c-secret")+`
 `)
-	tk, err := LoadTokens(p)
+	tk, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestLoadTokens(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v, %v; want %v", token, got, ok, want)
 		}
 	}
-	for _, bad := range []string{"", "a-secret ", "A-SECRET", HashToken("a-secret")} {
+	for _, bad := range []string{"", "a-secret ", "A-SECRET", Hash("a-secret")} {
 		if _, ok := tk.Lookup(bad); ok {
 			t.Errorf("Lookup(%q) found someone", bad)
 		}
@@ -48,7 +48,7 @@ func TestLoadTokens(t *testing.T) {
 }
 
 func TestLoadTokensRefused(t *testing.T) {
-	h1, h2 := HashToken("one"), HashToken("two")
+	h1, h2 := Hash("one"), Hash("two")
 	for name, tc := range map[string]struct {
 		body string
 		want []string
@@ -81,7 +81,7 @@ func TestLoadTokensRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := writeTokens(t, tc.body)
-			_, err := LoadTokens(p)
+			_, err := Load(p)
 			if !errors.Is(err, pollwarden.ErrInvalid) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
@@ -98,7 +98,7 @@ func TestLoadTokensRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, err := LoadTokens(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Error("a missing file loaded")
 	}
 }
@@ -107,12 +107,12 @@ func TestLoadTokensRefused(t *testing.T) {
 // says scope: all; approvers and admins see all whatever the file says.
 func TestLoadTokensScope(t *testing.T) {
 	p := writeTokens(t, `tokens:
-  - {name: build-agent, role: agent, sha256: "`+HashToken("a")+`"}
-  - {name: mine, role: agent, sha256: "`+HashToken("b")+`", scope: own}
-  - {name: ci, role: agent, sha256: "`+HashToken("c")+`", scope: all}
-  - {name: alice, role: approver, sha256: "`+HashToken("d")+`"}
+  - {name: build-agent, role: agent, sha256: "`+Hash("a")+`"}
+  - {name: mine, role: agent, sha256: "`+Hash("b")+`", scope: own}
+  - {name: ci, role: agent, sha256: "`+Hash("c")+`", scope: all}
+  - {name: alice, role: approver, sha256: "`+Hash("d")+`"}
 `)
-	tk, err := LoadTokens(p)
+	tk, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestLoadTokensScope(t *testing.T) {
 
 func TestLoadTokensListsEveryProblem(t *testing.T) {
 	p := writeTokens(t, "tokens:\n  - {name: a, role: boss, sha256: x}\n  - {name: b, role: agent, sha256: y, extra: 1}\n")
-	_, err := LoadTokens(p)
+	_, err := Load(p)
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -151,13 +151,13 @@ func TestLoadTokensListsEveryProblem(t *testing.T) {
 }
 
 // TestTokensReplace: a reload revokes a removed token at once and admits
-// a new one, through the same *Tokens the handler already holds.
+// a new one, through the same *Set the handler already holds.
 func TestTokensReplace(t *testing.T) {
-	tk, err := NewTokens(TokenSpec{Name: "old", Role: pollwarden.RoleAgent, SHA256: HashToken("old-secret")})
+	tk, err := New(Spec{Name: "old", Role: pollwarden.RoleAgent, SHA256: Hash("old-secret")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := NewTokens(TokenSpec{Name: "new", Role: pollwarden.RoleApprover, SHA256: HashToken("new-secret")})
+	next, err := New(Spec{Name: "new", Role: pollwarden.RoleApprover, SHA256: Hash("new-secret")})
 	if err != nil {
 		t.Fatal(err)
 	}

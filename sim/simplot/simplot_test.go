@@ -1,19 +1,28 @@
-package sim
+package simplot
 
 import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/pollwarden/pollwarden/sim"
 )
 
 func TestPlot(t *testing.T) {
-	if _, err := PlotFormat("rate.pdf"); err == nil {
+	if _, err := Format("rate.pdf"); err == nil {
 		t.Error("a .pdf name was accepted")
 	}
-	r := mustRun(t, mustConfig(t, Outage, 300, 1))
+	cfg, err := sim.DefaultConfig(sim.Outage, 300, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"svg", "png"} {
 		var buf bytes.Buffer
-		if err := WritePlot(r, &buf, f); err != nil {
+		if err := Write(r, &buf, f); err != nil {
 			t.Fatal(err)
 		}
 		if f == "svg" && !strings.Contains(buf.String(), "<svg") || buf.Len() < 1000 {

@@ -1,4 +1,8 @@
-package sim
+// Package simplot draws a simulation report's request rate over time. It
+// is apart from package sim because the plotting library (gonum) adds
+// megabytes to any binary that links it: the bench program does, the
+// pollwarden binary only when built with -tags plot.
+package simplot
 
 import (
 	"fmt"
@@ -10,11 +14,13 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/pollwarden/pollwarden/sim"
 )
 
-// PlotFormat returns the image format for a file name ("svg" or "png"),
-// or an error for any other extension.
-func PlotFormat(file string) (string, error) {
+// Format returns the image format for a file name ("svg" or "png"), or
+// an error for any other extension.
+func Format(file string) (string, error) {
 	switch f := strings.ToLower(strings.TrimPrefix(filepath.Ext(file), ".")); f {
 	case "svg", "png":
 		return f, nil
@@ -22,9 +28,9 @@ func PlotFormat(file string) (string, error) {
 	return "", fmt.Errorf("plot file %q: want a .svg or .png name", file)
 }
 
-// WritePlot draws the request rate over time (1 s bins, log scale) of
-// every strategy in rep, as format ("svg" or "png").
-func WritePlot(rep *Report, w io.Writer, format string) error {
+// Write draws the request rate over time (1 s bins, log scale) of every
+// strategy in rep, as format ("svg" or "png").
+func Write(rep *sim.Report, w io.Writer, format string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("pollwarden sim --scenario %s --n %d --seed %d", rep.Scenario, rep.N, rep.Seed)
 	if l := rep.Params.CallbackLoss; l != nil {
@@ -73,7 +79,7 @@ func WritePlot(rep *Report, w io.Writer, format string) error {
 // plotHorizon is where the plot stops: once every strategy has sent
 // 99.5 % of its requests, at least 300 s and a minute past a restart or
 // outage.
-func plotHorizon(rep *Report) int {
+func plotHorizon(rep *sim.Report) int {
 	h := 300
 	for _, v := range rep.Params.DownS {
 		h = max(h, v+60)

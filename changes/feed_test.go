@@ -1,4 +1,4 @@
-package httpapi
+package changes
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // TestChangesNeverBlock: Publish is the controller's OnChange and must not
 // block, even for a subscriber that never reads; signals coalesce.
 func TestChangesNeverBlock(t *testing.T) {
-	c := NewChanges()
+	c := NewFeed()
 	sig, stop := c.Subscribe("a")
 	other, stopOther := c.Subscribe("b")
 	defer stopOther()
@@ -42,22 +42,22 @@ func TestChangesNeverBlock(t *testing.T) {
 	default:
 	}
 	stop()
-	if n := c.subscribers(); n != 1 {
+	if n := c.Watched(); n != 1 {
 		t.Errorf("%d ids with subscribers after stop, want 1", n)
 	}
 	stopOther()
-	if n := c.subscribers(); n != 0 {
+	if n := c.Watched(); n != 0 {
 		t.Errorf("%d ids with subscribers, want 0", n)
 	}
-	var nilChanges *Changes
-	nilChanges.Publish(&pollwarden.Operation{ID: "a"})
+	var nilFeed *Feed
+	nilFeed.Publish(&pollwarden.Operation{ID: "a"})
 	c.Publish(nil)
 }
 
 // TestChangesSubscribeAll: a subscriber to every operation hears a change
 // of any one, and stops hearing after its stop.
 func TestChangesSubscribeAll(t *testing.T) {
-	c := NewChanges()
+	c := NewFeed()
 	sig, stop := c.SubscribeAll()
 	c.Publish(&pollwarden.Operation{ID: "a"})
 	c.Publish(&pollwarden.Operation{ID: "b"})

@@ -1,4 +1,8 @@
-package httpapi
+// Package changes carries the controller's "this operation changed"
+// signal to whoever waits on it: an API long-poll, an MCP wait_job or
+// resource subscription. It is its own package so that each door can
+// listen without importing another.
+package changes
 
 import (
 	"context"
@@ -8,11 +12,11 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// Changes tells long-polls that an operation changed. Pass its Publish as
+// Feed tells long-polls that an operation changed. Pass its Publish as
 // controller.Options.OnChange: the controller calls it after every saved
 // change, so a waiting GET answers within milliseconds of a phase change
 // instead of on its next look at the store. It is safe for concurrent use.
-type Changes struct {
+type Feed struct {
 	mu   sync.Mutex
 	subs map[string]map[*subscription]struct{}
 	// all are the subscribers to every operation (a console's queue).
@@ -21,15 +25,15 @@ type Changes struct {
 
 type subscription struct{ ch chan struct{} }
 
-// NewChanges returns a broadcaster with no subscribers.
-func NewChanges() *Changes {
-	return &Changes{subs: map[string]map[*subscription]struct{}{}, all: map[*subscription]struct{}{}}
+// NewFeed returns a broadcaster with no subscribers.
+func NewFeed() *Feed {
+	return &Feed{subs: map[string]map[*subscription]struct{}{}, all: map[*subscription]struct{}{}}
 }
 
 // Publish signals every subscriber of op.ID. It never blocks: a subscriber
 // that has not yet looked at the last signal keeps just one, since all it
 // does with a signal is re-read the record.
-func (c *Changes) Publish(op *pollwarden.Operation) {
+func (c *Feed) Publish(op *pollwarden.Operation) {
 	if c == nil || op == nil {
 		return
 	}
@@ -52,7 +56,7 @@ func (s *subscription) signal() {
 
 // SubscribeAll is Subscribe for a change of any operation: a list of
 // operations (the console's queue) re-reads itself on a signal.
-func (c *Changes) SubscribeAll() (<-chan struct{}, func()) {
+func (c *Feed) SubscribeAll() (<-chan struct{}, func()) {
 	s := &subscription{ch: make(chan struct{}, 1)}
 	c.mu.Lock()
 	c.all[s] = struct{}{}
@@ -68,7 +72,7 @@ func (c *Changes) SubscribeAll() (<-chan struct{}, func()) {
 // operation id (several changes may arrive as one signal), and a function
 // that ends the subscription. Subscribe before reading the record, so that
 // a change between the read and the wait is not missed.
-func (c *Changes) Subscribe(id string) (<-chan struct{}, func()) {
+func (c *Feed) Subscribe(id string) (<-chan struct{}, func()) {
 	s := &subscription{ch: make(chan struct{}, 1)}
 	c.mu.Lock()
 	if c.subs[id] == nil {
@@ -86,30 +90,25 @@ func (c *Changes) Subscribe(id string) (<-chan struct{}, func()) {
 	}
 }
 
-// subscribers counts the ids with a subscriber, for tests of the cleanup.
-func (c *Changes) subscribers() int {
+// Watched counts the operations someone is subscribed to: a door's tests
+// read it to know a long-poll is listening, and it shows that ended waits
+// leave nothing behind.
+func (c *Feed) Watched() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.subs)
 }
 
-// final reports whether no phase change can ever follow: succeeded,
-// failed, cancelled and expired are ends (only an escalation awaits a
-// decision that may reopen it).
-func final(p pollwarden.Phase) bool {
-	return p.Terminal() && p != pollwarden.PhaseEscalated
-}
-
 // WaitPhase returns operation id once its phase differs from the one it
 // had when WaitPhase was called, or when d has passed, or at once when the
-// phase is final (nothing could change it). Signals come from Publish;
+// phase is finished (nothing could change it). Signals come from Publish;
 // every recheck it also re-reads the store, so a change made by another
 // process (a CLI decide, another replica) is seen too, only later.
-func (c *Changes) WaitPhase(ctx context.Context, st pollwarden.Store, id string, d, recheck time.Duration) (*pollwarden.Operation, error) {
+func (c *Feed) WaitPhase(ctx context.Context, st pollwarden.Store, id string, d, recheck time.Duration) (*pollwarden.Operation, error) {
 	signal, stop := c.Subscribe(id)
 	defer stop()
 	op, err := st.OperationGet(ctx, id)
-	if err != nil || d <= 0 || final(op.Phase) {
+	if err != nil || d <= 0 || op.Phase.Finished() {
 		return op, err
 	}
 	start := op.Phase

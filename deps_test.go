@@ -1,0 +1,135 @@
+package pollwarden_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The dependency rules, checked on what the go command resolves (in the
+// manner of tailscale's tstest/deptest), so that a stray import fails a
+// test instead of waiting for a review.
+const (
+	module     = "github.com/pollwarden/pollwarden"
+	root       = module
+	policyPkg  = module + "/policy"
+	binary     = module + "/cmd/pollwarden"
+	mcpPkg     = module + "/mcp"
+	httpapiPkg = module + "/httpapi"
+)
+
+// policyMayNotImport is what the decision core must not touch: files,
+// sockets, HTTP and databases are read at the edge and reach it as
+// values. It is checked on the direct imports of policy and of every
+// package of this module under it; fmt itself imports os, so a transitive
+// check of os or io/fs could never pass.
+var policyMayNotImport = []string{"os", "net", "net/http", "database/sql", "io/fs"}
+
+// policyMayNotLink is checked on everything policy links.
+var policyMayNotLink = []string{"net", "net/http", "database/sql"}
+
+type listed struct {
+	ImportPath string
+	Standard   bool
+	Imports    []string
+	Deps       []string
+}
+
+// goList runs `go list -deps -json` on patterns and returns every package
+// it reports, by import path.
+func goList(t *testing.T, tags string, patterns ...string) map[string]listed {
+	t.Helper()
+	args := []string{"list", "-deps", "-json"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, patterns...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	pkgs := map[string]listed{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+// TestDependencies: the root package links only the standard library;
+// policy touches no files, sockets, HTTP or databases; the pollwarden
+// binary links neither the testing package nor the plotting library; the
+// MCP door does not depend on the HTTP API.
+func TestDependencies(t *testing.T) {
+	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi")
+	get := func(path string) listed {
+		p, ok := pkgs[path]
+		if !ok || len(p.Deps) == 0 {
+			t.Fatalf("go list did not report %s with its dependencies", path)
+		}
+		return p
+	}
+
+	t.Run("root links only the standard library", func(t *testing.T) {
+		for _, d := range get(root).Deps {
+			if !pkgs[d].Standard {
+				t.Errorf("the root package links %s", d)
+			}
+		}
+	})
+
+	t.Run("policy reads no files, sockets, HTTP or databases", func(t *testing.T) {
+		p := get(policyPkg)
+		ours := []string{policyPkg}
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, module) {
+				ours = append(ours, d)
+			}
+			if slices.Contains(policyMayNotLink, d) {
+				t.Errorf("policy links %s", d)
+			}
+		}
+		for _, o := range ours {
+			for _, imp := range pkgs[o].Imports {
+				if slices.Contains(policyMayNotImport, imp) {
+					t.Errorf("%s (under policy) imports %s", o, imp)
+				}
+			}
+		}
+	})
+
+	t.Run("the binary links no testing and no plotting", func(t *testing.T) {
+		for _, d := range get(binary).Deps {
+			if d == "testing" || strings.HasPrefix(d, "testing/") || strings.HasPrefix(d, "gonum.org/") {
+				t.Errorf("cmd/pollwarden links %s", d)
+			}
+		}
+	})
+
+	t.Run("mcp does not depend on httpapi", func(t *testing.T) {
+		if slices.Contains(get(mcpPkg).Deps, httpapiPkg) {
+			t.Errorf("mcp links %s", httpapiPkg)
+		}
+	})
+
+	// The checks above pass on an empty answer too; this one shows that
+	// go list's answer holds what they look for.
+	t.Run("the checker sees a known import", func(t *testing.T) {
+		if !slices.Contains(get(httpapiPkg).Imports, "net/http") || !slices.Contains(get(binary).Deps, policyPkg) {
+			t.Error("go list's answer lacks imports that exist: the checks above would see nothing")
+		}
+	})
+}
