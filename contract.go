@@ -21,6 +21,20 @@ type Contract struct {
 	// Cancel is nil when the provider documents no cancel action; then
 	// "cancel at provider" is never offered (R19).
 	Cancel *Action
+	// Vars declares the variables its URL templates may use besides
+	// {job_id}; each operation gives their values (or takes the defaults).
+	Vars map[string]VarSpec
+	// BaseURL, when set, is the prefix of every URL template written as a
+	// path ("/v1/…"); Parse has already resolved those templates under it.
+	BaseURL string
+}
+
+// VarSpec is one declared template variable. Pattern is matched against
+// the whole value, so a value can only be what the contract expects.
+type VarSpec struct {
+	Pattern    string
+	Default    string
+	HasDefault bool
 }
 
 // StatusCall describes the one status request.

@@ -2,6 +2,7 @@ package pollwarden
 
 import (
 	"encoding/json"
+	"maps"
 	"time"
 )
 
@@ -66,6 +67,10 @@ type Operation struct {
 	// as the caller sent it (limits and deadline included), so that a retry
 	// with the same operation id can be told from a different request.
 	RequestDigest string `json:"request_digest,omitempty"`
+	// Vars are the values of the contract's declared template variables
+	// for this job (defaults filled in), so the record alone says which job
+	// it is; they are part of the fingerprint.
+	Vars map[string]string `json:"vars,omitempty"`
 	// ExpectedTerminal lists the contract's terminal states at creation.
 	ExpectedTerminal []string `json:"expected_terminal_states"`
 
@@ -123,6 +128,7 @@ type Operation struct {
 func (o *Operation) Clone() *Operation {
 	c := *o
 	c.ExpectedTerminal = append([]string(nil), o.ExpectedTerminal...)
+	c.Vars = maps.Clone(o.Vars)
 	c.Result = append(json.RawMessage(nil), o.Result...)
 	c.ProviderError = append(json.RawMessage(nil), o.ProviderError...)
 	c.BusinessDeadlineAt = cloneTime(o.BusinessDeadlineAt)

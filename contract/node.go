@@ -14,6 +14,9 @@ import (
 // instead of stopping at the first, so a report is complete.
 type decoder struct {
 	probs []Problem
+	// known lists the variables URL templates may use: {job_id} and the
+	// contract's declared vars.
+	known []string
 }
 
 func (d *decoder) addf(line int, path, format string, args ...any) {

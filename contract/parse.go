@@ -83,15 +83,18 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars",
 	})
 	if top.bad {
 		return nil
 	}
+	vars := d.vars(top.obj("vars", false))
+	d.known = templateVars(vars)
 	status := top.obj("status", true, "url", "method", "unsafe_method", "headers",
 		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted")
 	c := &pollwarden.Contract{
+		Vars:    vars,
 		Version: d.version(top),
 		Name:    d.name(top),
 		Status:  d.status(status),
@@ -164,7 +167,7 @@ func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 		ExtensionRequests: ext.integer("status_requests", defaultExtensionChecks, 1),
 	}
 	if s, line, ok := o.str("console_url", false); ok {
-		if _, msg := checkTemplate(s, jobIDVar); msg != "" {
+		if _, msg := checkTemplate(s, d.known...); msg != "" {
 			d.addf(line, o.child("console_url"), "%s", msg)
 		}
 		e.ConsoleURL = s
@@ -181,7 +184,7 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	a := &pollwarden.Action{Method: "POST"}
 	if s, line, ok := o.str("url", true); ok {
 		a.URL = s
-		origin, msg := checkTemplate(s, jobIDVar)
+		origin, msg := checkTemplate(s, d.known...)
 		switch {
 		case msg != "":
 			d.addf(line, o.child("url"), "%s", msg)

@@ -15,7 +15,7 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	if urlOK {
 		s.URL = raw
 		var msg string
-		if base, msg = checkTemplate(raw, jobIDVar); msg != "" {
+		if base, msg = checkTemplate(raw, d.known...); msg != "" {
 			d.addf(urlLine, o.child("url"), "%s", msg)
 			urlOK = false
 		}

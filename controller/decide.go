@@ -66,7 +66,7 @@ func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operat
 
 func (c *Controller) cancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
-	url, err := contract.CancelURL(ct, op.ProviderJobID)
+	url, err := contract.CancelURLFor(ct, op.ProviderJobID, op.Vars)
 	ok, detail := false, ""
 	if err != nil {
 		detail = err.Error()

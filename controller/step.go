@@ -222,7 +222,7 @@ func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error
 	if op.StatusURL != "" {
 		return op.StatusURL, contract.CheckOrigin(ct, op.StatusURL)
 	}
-	return contract.StatusURL(ct, op.ProviderJobID)
+	return contract.StatusURLFor(ct, op.ProviderJobID, op.Vars)
 }
 
 // observe reduces a response to the facts the core reads.

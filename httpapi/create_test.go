@@ -143,6 +143,7 @@ func TestCreateRefused(t *testing.T) {
 		"garbage deadline":         {map[string]any{"deadline": "soon"}, "neither a duration"},
 		"bad operation id":         {map[string]any{"operation_id": "a/b"}, "operation_id"},
 		"no contract":              {map[string]any{"contract": nil}, "contract is required"},
+		"undeclared variable":      {map[string]any{"vars": map[string]string{"owner": "acme"}}, `vars: variable "owner": contract export declares no variables`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			body := map[string]any{"operation_id": "op-refused", "contract": "export", "job_id": "j"}

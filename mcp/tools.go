@@ -30,14 +30,19 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 	now := s.o.Now()
 	p := policy.NewParams{ID: in.OperationID, ProviderJobID: in.JobID, StatusURL: in.StatusURL}
 	var problems []string
+	vars, varsErr := contract.OperationVars(ct, in.Vars, in.StatusURL != "")
+	if varsErr != nil {
+		problems = append(problems, fmt.Sprintf("vars: %v", varsErr))
+	}
+	p.Vars = vars
 	switch {
 	case (in.JobID == "") == (in.StatusURL == ""):
 		problems = append(problems, "give exactly one of job_id and status_url")
-	case in.JobID != "":
-		if _, err := contract.StatusURL(ct, in.JobID); err != nil {
+	case in.JobID != "" && varsErr == nil:
+		if _, err := contract.StatusURLFor(ct, in.JobID, vars); err != nil {
 			problems = append(problems, fmt.Sprintf("job_id: %v", err))
 		}
-	default:
+	case in.StatusURL != "":
 		if err := contract.CheckOrigin(ct, in.StatusURL); err != nil {
 			problems = append(problems, fmt.Sprintf("status_url: %v", err))
 		}
@@ -80,7 +85,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		if ct.Status.Credential != nil {
 			cred = ct.Status.Credential.Ref
 		}
-		p.ID = ct.Name + "-" + policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred)[:12]
+		p.ID = ct.Name + "-" + policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars)[:12]
 	}
 	op, created, err := s.o.Controller.Submit(ctx, ex, p)
 	if err != nil {

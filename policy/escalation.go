@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -65,14 +66,14 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 	if c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied {
 		opts = append(opts, pollwarden.Option{
 			ID:              pollwarden.OptionCancel,
-			Label:           fmt.Sprintf("Cancel at provider (%s %s); costs one call", c.Cancel.Method, substituteJob(c.Cancel.URL, op.ProviderJobID)),
+			Label:           fmt.Sprintf("Cancel at provider (%s %s); costs one call", c.Cancel.Method, substituteJob(c.Cancel.URL, op)),
 			GrantsAuthority: true,
 		})
 	}
 	if c.Escalation.ConsoleURL != "" {
 		opts = append(opts, pollwarden.Option{
 			ID:    pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op.ProviderJobID),
+			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op),
 		})
 	}
 	opts = append(opts, pollwarden.Option{
@@ -159,10 +160,13 @@ func plural(n int, unit string) string {
 
 // substituteJob fills a contract URL for a person to read, escaped as the
 // request that would be sent (or the link that would be opened) is.
-func substituteJob(tmpl, jobID string) string {
-	vars := map[string]string{}
-	if jobID != "" {
-		vars["job_id"] = jobID
+func substituteJob(tmpl string, op *pollwarden.Operation) string {
+	vars := maps.Clone(op.Vars)
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	if op.ProviderJobID != "" {
+		vars["job_id"] = op.ProviderJobID
 	}
 	if out, err := uritemplate.Expand(tmpl, vars); err == nil {
 		return out
