@@ -17,6 +17,13 @@ type decoder struct {
 	// known lists the variables URL templates may use: {job_id} and the
 	// contract's declared vars.
 	known []string
+	// base is base_url without a trailing slash, and baseOrigin its
+	// origin; empty when the contract has none.
+	base       string
+	baseOrigin Origin
+	// baseBad is set when base_url was given but refused: then the path
+	// templates under it are not reported a second time.
+	baseBad bool
 }
 
 func (d *decoder) addf(line int, path, format string, args ...any) {

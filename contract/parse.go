@@ -83,18 +83,26 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel", "vars",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url",
 	})
 	if top.bad {
 		return nil
 	}
 	vars := d.vars(top.obj("vars", false))
 	d.known = templateVars(vars)
+	baseBad := false
+	if b, o, ok := d.baseURL(top); ok {
+		d.base, d.baseOrigin = b, o
+	} else if _, given := top.get("base_url", false); given {
+		baseBad = true
+	}
+	d.baseBad = baseBad
 	status := top.obj("status", true, "url", "method", "unsafe_method", "headers",
 		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted")
 	c := &pollwarden.Contract{
 		Vars:    vars,
+		BaseURL: d.base,
 		Version: d.version(top),
 		Name:    d.name(top),
 		Status:  d.status(status),
@@ -167,7 +175,11 @@ func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 		ExtensionRequests: ext.integer("status_requests", defaultExtensionChecks, 1),
 	}
 	if s, line, ok := o.str("console_url", false); ok {
-		if _, msg := checkTemplate(s, d.known...); msg != "" {
+		s, msg := d.resolve(s)
+		if msg == "" {
+			_, msg = checkTemplate(s, d.known...)
+		}
+		if msg != "" && !d.baseBad {
 			d.addf(line, o.child("console_url"), "%s", msg)
 		}
 		e.ConsoleURL = s
@@ -183,9 +195,14 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	}
 	a := &pollwarden.Action{Method: "POST"}
 	if s, line, ok := o.str("url", true); ok {
+		s, msg := d.resolve(s)
 		a.URL = s
-		origin, msg := checkTemplate(s, d.known...)
+		var origin Origin
+		if msg == "" {
+			origin, msg = checkTemplate(s, d.known...)
+		}
 		switch {
+		case msg != "" && d.baseBad:
 		case msg != "":
 			d.addf(line, o.child("url"), "%s", msg)
 		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):

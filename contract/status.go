@@ -13,10 +13,16 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	var base Origin
 	raw, urlLine, urlOK := o.str("url", true)
 	if urlOK {
-		s.URL = raw
 		var msg string
-		if base, msg = checkTemplate(raw, d.known...); msg != "" {
-			d.addf(urlLine, o.child("url"), "%s", msg)
+		raw, msg = d.resolve(raw)
+		s.URL = raw
+		if msg == "" {
+			base, msg = checkTemplate(raw, d.known...)
+		}
+		if msg != "" {
+			if !d.baseBad {
+				d.addf(urlLine, o.child("url"), "%s", msg)
+			}
 			urlOK = false
 		}
 	}
@@ -48,7 +54,7 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	switch {
 	case s.AllowedHosts == nil && urlOK:
 		s.AllowedHosts = []string{base.Host}
-	case urlOK && !originListed(s, base):
+	case urlOK && !originListed(s, base) && !(d.base != "" && base == d.baseOrigin):
 		d.addf(urlLine, o.child("url"), "origin %s is not in status.allowed_hosts", base)
 	}
 	return s
