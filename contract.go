@@ -107,7 +107,26 @@ type HintPaths struct {
 	PollAfterSeconds string
 	NextCheckAt      string
 	JobExpiresAt     string
+	// The units the provider writes each hint in; empty means the
+	// default: seconds for PollAfterSeconds, RFC 3339 for the times.
+	PollAfterUnit    HintUnit
+	NextCheckAtUnit  HintUnit
+	JobExpiresAtUnit HintUnit
 }
+
+// HintUnit is how a provider writes a delay or a time.
+type HintUnit string
+
+// The hint units: a delay in seconds or milliseconds or as a duration
+// string ("3s", "1.5m"); a time as RFC 3339 or unix seconds or milliseconds.
+const (
+	UnitSeconds          HintUnit = "seconds"
+	UnitMilliseconds     HintUnit = "milliseconds"
+	UnitDuration         HintUnit = "duration"
+	UnitRFC3339          HintUnit = "rfc3339"
+	UnitUnixSeconds      HintUnit = "unix_seconds"
+	UnitUnixMilliseconds HintUnit = "unix_milliseconds"
+)
 
 // Backoff is the local schedule of R5.
 type Backoff struct {

@@ -128,6 +128,9 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 	byName := map[string]*Extractor{}
 	firstFile := map[string]string{}
 	var bad []*Problems
+	var paths []string
+	texts := map[string][]byte{}    // path -> text
+	byContract := map[string]Base{} // contract name -> first file with it
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".yaml") || strings.HasPrefix(name, ".") {
@@ -140,7 +143,31 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 			}
 			continue
 		}
-		ex, line, err := loadFile(path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			bad = append(bad, &Problems{File: path, List: []Problem{{Msg: err.Error()}}})
+			continue
+		}
+		paths = append(paths, path)
+		texts[path] = data
+		if root, probs := document(data); len(probs) == 0 {
+			if n := topName(root); validName(n) {
+				if _, dup := byContract[n]; !dup {
+					byContract[n] = Base{Source: path, Data: data}
+				}
+			}
+		}
+	}
+	loaded := BaseLookup(func(name string, skip func(string) bool) (Base, bool) {
+		b, ok := byContract[name]
+		if !ok || skip(b.Source) {
+			return Base{}, false
+		}
+		return b, true
+	})
+	lookup := loaded.Then(Builtins)
+	for _, path := range paths {
+		ex, line, err := compileFile(path, texts[path], lookup)
 		if err != nil {
 			bad = append(bad, asProblems(path, err))
 			continue
@@ -163,14 +190,10 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 	return byName, nil
 }
 
-// loadFile parses and compiles one file, returning the line of its name
-// key so a duplicate name can be pointed at.
-func loadFile(path string) (*Extractor, int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	c, err := Parse(data)
+// compileFile parses and compiles one file's text, returning the line of
+// its name key so a duplicate name can be pointed at.
+func compileFile(path string, data []byte, lookup BaseLookup) (*Extractor, int, error) {
+	c, err := ParseFrom(data, path, lookup)
 	if err != nil {
 		return nil, 0, err
 	}

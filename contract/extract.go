@@ -102,9 +102,10 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 			f.Error = raw
 		}
 	}
-	f.PollAfter = value(x.pollAfter, doc)
-	f.NextCheckAt = value(x.nextCheck, doc)
-	f.JobExpiresAt = value(x.expires, doc)
+	h := x.c.Hints
+	f.PollAfter = delayIn(value(x.pollAfter, doc), h.PollAfterUnit)
+	f.NextCheckAt = timeIn(value(x.nextCheck, doc), h.NextCheckAtUnit)
+	f.JobExpiresAt = timeIn(value(x.expires, doc), h.JobExpiresAtUnit)
 	return f
 }
 
