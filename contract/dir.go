@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 )
 
 // Set is the contracts of one directory, by name: what `pollwarden serve
@@ -24,6 +25,9 @@ type Set struct {
 
 	mu     sync.RWMutex
 	byName map[string]*Extractor
+	// builtins caches the built-ins asked for by name; they never change
+	// while the process runs, so a reload keeps them.
+	builtins map[string]*Extractor
 }
 
 // SetError is the error of a directory that cannot be loaded: every
@@ -79,12 +83,29 @@ func (s *Set) Reload() error {
 	return nil
 }
 
-// Get returns the compiled contract called name.
+// Get returns the compiled contract called name: a loaded file of that
+// name, else the built-in of that name.
 func (s *Set) Get(name string) (*Extractor, bool) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	ex, ok := s.byName[name]
-	return ex, ok
+	if !ok {
+		ex, ok = s.builtins[name]
+	}
+	s.mu.RUnlock()
+	if ok {
+		return ex, true
+	}
+	ex, err := Builtin(name)
+	if err != nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	if s.builtins == nil {
+		s.builtins = map[string]*Extractor{}
+	}
+	s.builtins[name] = ex
+	s.mu.Unlock()
+	return ex, true
 }
 
 // Names returns the contract names, sorted.
@@ -229,4 +250,17 @@ func nameLine(data []byte) int {
 		}
 	}
 	return 0
+}
+
+// Builtin parses and compiles the built-in contract called name.
+func Builtin(name string) (*Extractor, error) {
+	data, ok := builtin.Source(name)
+	if !ok {
+		return nil, refusef("no built-in contract %s (built-ins: %s)", clip(name), strings.Join(builtin.Names(), ", "))
+	}
+	c, err := ParseFrom(data, "builtin:"+name, Builtins)
+	if err != nil {
+		return nil, fmt.Errorf("built-in contract %s: %w", name, err)
+	}
+	return Compile(c)
 }

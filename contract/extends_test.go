@@ -120,3 +120,18 @@ func TestExtendsInDirectory(t *testing.T) {
 		t.Fatalf("%T is not a *Problems", err)
 	}
 }
+
+// TestSetFindsBuiltins: a name no loaded file has finds the built-in.
+func TestSetFindsBuiltins(t *testing.T) {
+	set, err := LoadDir(tempFiles(t, map[string]string{"team.yaml": "version: 1\nextends: openai-batch\nname: team\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, ok := set.Get("openai-batch")
+	if !ok || ex.Contract().BaseURL != "https://api.openai.com" {
+		t.Fatalf("Get(openai-batch) = %v, %v", ex, ok)
+	}
+	if _, ok := set.Get("no-such"); ok {
+		t.Fatal("Get of an unknown name succeeded")
+	}
+}
