@@ -38,8 +38,8 @@ type scenario struct {
 	result  map[string]any // fields the result must hold, exactly
 	// providerError, when set, must be in the kept provider error.
 	providerError string
-	story   string         // a story line must contain this
-	path    string         // the path (and query) every request must have, when set
+	story         string // a story line must contain this
+	path          string // the path (and query) every request must have, when set
 	// extra is YAML merged into the test's extending contract (after
 	// base_url), e.g. to lower a limit.
 	extra string
