@@ -36,6 +36,8 @@ type scenario struct {
 	outcome pollwarden.Phase
 	reason  pollwarden.Reason
 	result  map[string]any // fields the result must hold, exactly
+	// resultHas, when set, must be in the recorded result's JSON.
+	resultHas string
 	// providerError, when set, must be in the kept provider error.
 	providerError string
 	story         string // a story line must contain this
@@ -193,6 +195,9 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 				t.Errorf("result[%s] = %v, want %v (result %s)", k, got[k], want, final.Result)
 			}
 		}
+	}
+	if sc.resultHas != "" && !strings.Contains(string(final.Result), sc.resultHas) {
+		t.Errorf("result %s lacks %q", final.Result, sc.resultHas)
 	}
 	if sc.providerError != "" && !strings.Contains(string(final.ProviderError), sc.providerError) {
 		t.Errorf("provider error %s lacks %q", final.ProviderError, sc.providerError)
