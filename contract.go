@@ -75,6 +75,9 @@ type StateTable struct {
 	// UnlistedPending is true only when the contract says `unlisted:
 	// pending`; by default an unlisted value stops as unknown_state.
 	UnlistedPending bool
+	// CaseInsensitive makes "running" match a listed "Running" (Azure
+	// services answer either); the state is then recorded as listed.
+	CaseInsensitive bool
 }
 
 // ResultKind is what a required result field must hold.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jmespath/go-jmespath"
 
@@ -84,7 +85,7 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 		f.Problem = fmt.Sprintf("state path %q gave nothing", x.c.State.Path)
 	default:
 		if s, ok := v.(string); ok {
-			f.State, f.HasState = s, true
+			f.State, f.HasState = x.canonical(s), true
 		} else {
 			f.Problem = fmt.Sprintf("state path %q gave %s, not a string", x.c.State.Path, jsonType(v))
 		}
@@ -149,4 +150,22 @@ func jsonType(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("a %T", v)
+}
+
+// canonical is the state as the contract lists it: under case_insensitive
+// a provider's "running" is recorded as the listed "Running", so every
+// later comparison (terminal states, the story) sees one spelling.
+func (x *Extractor) canonical(s string) string {
+	t := x.c.State
+	if !t.CaseInsensitive {
+		return s
+	}
+	for _, list := range [][]string{t.Pending, t.Success, t.Failure, t.Cancelled, t.Expired} {
+		for _, v := range list {
+			if strings.EqualFold(v, s) {
+				return v
+			}
+		}
+	}
+	return s
 }

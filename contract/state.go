@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/jmespath/go-jmespath"
 	"go.yaml.in/yaml/v3"
@@ -17,12 +18,17 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 		d.checkPath(line, o.child("path"), p)
 		t.Path = p
 	}
-	first := map[string]string{} // value -> "state.<class>" where first listed
+	t.CaseInsensitive = o.boolean("case_insensitive")
+	first := map[string]string{} // value (folded when case-insensitive) -> "state.<class>" where first listed
 	class := func(key string) []string {
 		var out []string
 		for _, it := range o.strs(key) {
 			v := it.node.Value
-			switch prev, dup := first[v]; {
+			k := v
+			if t.CaseInsensitive {
+				k = strings.ToLower(v)
+			}
+			switch prev, dup := first[k]; {
 			case v == "":
 				d.addf(it.line, it.path, "a state value may not be empty")
 			case dup && prev == o.child(key):
@@ -30,7 +36,7 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 			case dup:
 				d.addf(it.line, it.path, "%s is already listed in %s; a value may appear in only one list", clip(v), prev)
 			default:
-				first[v] = o.child(key)
+				first[k] = o.child(key)
 				out = append(out, v)
 			}
 		}
