@@ -159,8 +159,9 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 	}
 	clock := &fakeClock{now: start}
 	getenv := func(string) (string, bool) { return replayToken, true }
+	readFile := func(string) ([]byte, error) { return []byte(replayToken + "\n"), nil }
 	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
-		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: getenv})})
+		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: getenv, ReadFile: readFile})})
 	job := sc.jobID
 	if job == "" {
 		job = "job-1"
@@ -208,6 +209,11 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 	for _, l := range story {
 		if strings.Contains(l, replayToken) {
 			t.Fatalf("the credential reached the story: %s", l)
+		}
+	}
+	for _, r := range fake.requests {
+		if got := r.Header.Values(credentialHeader(c)); len(got) != 1 || !strings.HasSuffix(got[0], replayToken) {
+			t.Errorf("request carries %s %q, want the credential", credentialHeader(c), got)
 		}
 	}
 	if sc.path != "" {
@@ -275,4 +281,11 @@ func TestEveryBuiltinIsCheckable(t *testing.T) {
 			}
 		})
 	}
+}
+
+func credentialHeader(c *pollwarden.Contract) string {
+	if c.Status.Credential == nil {
+		return "Authorization"
+	}
+	return c.Status.Credential.Header
 }
