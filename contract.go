@@ -78,6 +78,11 @@ type StateTable struct {
 	// CaseInsensitive makes "running" match a listed "Running" (Azure
 	// services answer either); the state is then recorded as listed.
 	CaseInsensitive bool
+	// StatusCodes maps an HTTP status to a state value of the lists, for
+	// providers whose answer code is the state: an ARM Location monitor
+	// answers 202 with no body while running, a deletion wait ends on 404.
+	// A mapped answer's body is not needed for the state.
+	StatusCodes map[int]string
 }
 
 // ResultKind is what a required result field must hold.

@@ -43,6 +43,10 @@ type BodyFacts struct {
 	// gave nothing or a non-string (then Problem says which).
 	State    string
 	HasState bool
+	// FromStatus is set when State came from the contract's mapping of the
+	// HTTP status code (state.status_codes), not from the body; the answer
+	// is then read as a state whatever its code.
+	FromStatus bool
 	// Fields holds the value at each required result path, by path; a path
 	// that gave nothing is absent.
 	Fields map[string]any

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,4 +169,20 @@ func (x *Extractor) canonical(s string) string {
 		}
 	}
 	return s
+}
+
+// ExtractAnswer is Extract for an answer with HTTP status code: when the
+// contract maps the code to a state, that is the state, and the body
+// (often empty) is read only for result fields and hints.
+func (x *Extractor) ExtractAnswer(code int, body []byte) pollwarden.BodyFacts {
+	st, mapped := x.c.State.StatusCodes[code]
+	if !mapped {
+		return x.Extract(body)
+	}
+	var f pollwarden.BodyFacts
+	if len(bytes.TrimSpace(body)) > 0 {
+		f = x.Extract(body)
+	}
+	f.Problem, f.State, f.HasState, f.FromStatus = "", st, true, true
+	return f
 }

@@ -232,12 +232,13 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 		Transport: r.Transport, TransportDetail: r.TransportDetail,
 		RetryAfter: r.RetryAfter, RequestID: r.RequestID,
 	}
+	_, mapped := ex.Contract().State.StatusCodes[r.Status]
 	switch {
 	case r.Transport != "":
 	case r.BodyTooLarge:
 		obs.Body.Problem = fmt.Sprintf("body larger than max_body_bytes (%d)", ex.Contract().Status.MaxBodyBytes)
-	case r.Status >= 200 && r.Status < 300:
-		obs.Body = ex.Extract(r.Body)
+	case mapped || r.Status >= 200 && r.Status < 300:
+		obs.Body = ex.ExtractAnswer(r.Status, r.Body)
 	}
 	return obs
 }

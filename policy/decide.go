@@ -76,6 +76,10 @@ func (d *decider) classify() {
 		d.escalate(pollwarden.ReasonIntegrationFailure, obs.TransportDetail)
 	case obs.Transport != "" || s == 0:
 		d.transportFailure(obs.Transport)
+	case obs.Body.FromStatus:
+		// The contract maps this code to a state (a 202 while running, a
+		// 404 that ends a deletion wait).
+		d.body()
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		d.escalate(pollwarden.ReasonAuthorizationDenied, fmt.Sprintf("the provider answered %d; the credential is not retried", s))
 	case s == http.StatusTooManyRequests:
