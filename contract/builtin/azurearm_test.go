@@ -10,7 +10,10 @@ func TestReplayAzureARMAsync(t *testing.T) {
 	vars := map[string]string{"subscription_id": "00000000-0000-0000-0000-000000000000", "provider_namespace": "Microsoft.Example",
 		"location": "westus", "api_version": "2021-07-01-preview"}
 	const path = "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Example/locations/westus/operationsStatuses/11111111-1111-1111-1111-111111111111?api-version=2021-07-01-preview"
-	op := func(sc scenario) scenario { sc.vars, sc.jobID = vars, "11111111-1111-1111-1111-111111111111"; return sc }
+	op := func(sc scenario) scenario {
+		sc.vars, sc.jobID = vars, "11111111-1111-1111-1111-111111111111"
+		return sc
+	}
 	// A Location monitor: 200 when done, body or not.
 	const location = "state: {status_codes: {\"202\": Accepted, \"200\": Succeeded, \"204\": Succeeded}}\n"
 	runReplays(t, "azure-arm-async", []scenario{
