@@ -83,6 +83,10 @@ type StateTable struct {
 	// answers 202 with no body while running, a deletion wait ends on 404.
 	// A mapped answer's body is not needed for the state.
 	StatusCodes map[int]string
+	// RawPath, when set, is a JMESPath to what the provider itself said
+	// (processing_status, the conditions' types), recorded next to a state
+	// that the state path combined from several fields.
+	RawPath string
 }
 
 // ResultKind is what a required result field must hold.

@@ -47,6 +47,10 @@ type BodyFacts struct {
 	// HTTP status code (state.status_codes), not from the body; the answer
 	// is then read as a state whatever its code.
 	FromStatus bool
+	// ProviderState is what the provider itself said, when it differs from
+	// State: the value at state.raw, or the value as sent when
+	// state.case_insensitive recorded it in the listed spelling.
+	ProviderState string
 	// Fields holds the value at each required result path, by path; a path
 	// that gave nothing is absent.
 	Fields map[string]any

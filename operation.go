@@ -107,16 +107,19 @@ type Operation struct {
 	// next decision draws one and saves it (policy.Decide).
 	JitterFactor float64 `json:"jitter_factor,omitempty"`
 
-	Phase         Phase           `json:"phase"`
-	Reason        Reason          `json:"reason,omitempty"`
-	LastState     string          `json:"last_state,omitempty"`
-	LastHTTP      int             `json:"last_http_status,omitempty"`
-	LastHTTPAt    *time.Time      `json:"last_http_at,omitempty"`
-	LastRequestID string          `json:"last_request_id,omitempty"`
-	Result        json.RawMessage `json:"result,omitempty"`
-	ProviderError json.RawMessage `json:"provider_error,omitempty"`
-	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
-	Escalation    *Escalation     `json:"escalation,omitempty"`
+	Phase     Phase  `json:"phase"`
+	Reason    Reason `json:"reason,omitempty"`
+	LastState string `json:"last_state,omitempty"`
+	// LastProviderState is the provider's own value behind LastState when
+	// the two differ (a state built from several fields, or another case).
+	LastProviderState string          `json:"last_provider_state,omitempty"`
+	LastHTTP          int             `json:"last_http_status,omitempty"`
+	LastHTTPAt        *time.Time      `json:"last_http_at,omitempty"`
+	LastRequestID     string          `json:"last_request_id,omitempty"`
+	Result            json.RawMessage `json:"result,omitempty"`
+	ProviderError     json.RawMessage `json:"provider_error,omitempty"`
+	FinishedAt        *time.Time      `json:"finished_at,omitempty"`
+	Escalation        *Escalation     `json:"escalation,omitempty"`
 
 	// Version increases with every saved change; a save names the version
 	// it read so that a concurrent change is detected, never overwritten.

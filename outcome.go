@@ -18,6 +18,7 @@ type Outcome struct {
 	Outcome               *Phase            `json:"outcome"`
 	Reason                *Reason           `json:"reason"`
 	LastState             *string           `json:"last_state"`
+	LastProviderState     string            `json:"last_provider_state,omitempty"`
 	Result                json.RawMessage   `json:"result"`
 	ProviderError         json.RawMessage   `json:"provider_error"`
 	StatusRequestsUsed    int               `json:"status_requests_used"`
@@ -59,6 +60,7 @@ func OutcomeOf(op *Operation) Outcome {
 		r := op.Reason
 		o.Reason = &r
 	}
+	o.LastProviderState = op.LastProviderState
 	if op.LastState != "" {
 		s := op.LastState
 		o.LastState = &s

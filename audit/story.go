@@ -55,10 +55,17 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 	case pollwarden.EventHintRejected:
 		return "rejected provider guidance: " + d.Hint
 	case pollwarden.EventStateChanged:
-		if d.PrevState == "" {
-			return "state is now " + d.State
+		said := ""
+		if d.ProviderState != "" {
+			said = " (provider said " + d.ProviderState + ")"
 		}
-		return fmt.Sprintf("state changed %s → %s", d.PrevState, d.State)
+		switch {
+		case d.PrevState == "":
+			return "state is now " + d.State + said
+		case d.PrevState == d.State:
+			return "state is still " + d.State + said
+		}
+		return fmt.Sprintf("state changed %s → %s%s", d.PrevState, d.State, said)
 	case pollwarden.EventSucceeded:
 		return fmt.Sprintf("succeeded after %d of %d status requests, %s elapsed", d.RequestsUsed, d.MaxRequests, d.Elapsed)
 	case pollwarden.EventFinished:
@@ -97,6 +104,9 @@ func responseLine(d pollwarden.EventData, clock func(*time.Time) string) string 
 		b.WriteString(")")
 	case d.HTTPStatus >= 200 && d.HTTPStatus < 300 && d.State != "":
 		b.WriteString("polled, state " + d.State)
+		if d.ProviderState != "" {
+			b.WriteString(" (provider said " + d.ProviderState + ")")
+		}
 	default:
 		fmt.Fprintf(&b, "received %d", d.HTTPStatus)
 	}

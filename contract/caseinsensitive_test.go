@@ -30,3 +30,21 @@ func TestCaseInsensitiveStates(t *testing.T) {
 		t.Fatalf("values equal but for case in two lists: %v", err)
 	}
 }
+
+// TestProviderStateKept: what the provider said is kept next to a state
+// the contract built or re-spelled, and only when it differs.
+func TestProviderStateKept(t *testing.T) {
+	src := "version: 1\nname: ab\nstatus: {url: \"https://h/{job_id}\"}\n" +
+		"state: {path: \"processing_status == 'ended' && cancel_initiated_at != null && 'ended_after_cancel' || processing_status\", raw: processing_status, pending: [in_progress], success: [ended], cancelled: [ended_after_cancel]}\n"
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := Compile(c)
+	if f := ex.Extract([]byte(`{"processing_status":"ended","cancel_initiated_at":"2024-09-24T18:39:03Z"}`)); f.State != "ended_after_cancel" || f.ProviderState != "ended" {
+		t.Fatalf("built state: %+v", f)
+	}
+	if f := ex.Extract([]byte(`{"processing_status":"in_progress"}`)); f.ProviderState != "" {
+		t.Fatalf("provider state equal to the state is not repeated: %+v", f)
+	}
+}

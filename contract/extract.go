@@ -23,6 +23,7 @@ type Extractor struct {
 	pollAfter *jmespath.JMESPath
 	nextCheck *jmespath.JMESPath
 	expires   *jmespath.JMESPath
+	raw       *jmespath.JMESPath
 }
 
 type compiledField struct {
@@ -57,6 +58,7 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	x.pollAfter = compile("hints.poll_after_seconds", c.Hints.PollAfterSeconds, true)
 	x.nextCheck = compile("hints.next_check_at", c.Hints.NextCheckAt, true)
 	x.expires = compile("hints.job_expires_at", c.Hints.JobExpiresAt, true)
+	x.raw = compile("state.raw", c.State.RawPath, true)
 	if err := problemsOf(probs); err != nil {
 		return nil, err
 	}
@@ -87,6 +89,9 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 	default:
 		if s, ok := v.(string); ok {
 			f.State, f.HasState = x.canonical(s), true
+			if s != f.State {
+				f.ProviderState = s
+			}
 		} else {
 			f.Problem = fmt.Sprintf("state path %q gave %s, not a string", x.c.State.Path, jsonType(v))
 		}
@@ -103,6 +108,12 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 		if raw, err := json.Marshal(v); err == nil {
 			f.Error = raw
 		}
+	}
+	if x.raw != nil {
+		f.ProviderState = rawText(value(x.raw, doc))
+	}
+	if f.ProviderState == f.State {
+		f.ProviderState = ""
 	}
 	h := x.c.Hints
 	f.PollAfter = delayIn(value(x.pollAfter, doc), h.PollAfterUnit)
@@ -185,4 +196,25 @@ func (x *Extractor) ExtractAnswer(code int, body []byte) pollwarden.BodyFacts {
 	}
 	f.Problem, f.State, f.HasState, f.FromStatus = "", st, true, true
 	return f
+}
+
+// rawText writes the provider's own value for the record: a string as it
+// is, anything else as JSON (null, true, a list of condition types),
+// clipped so a large value cannot fill the record.
+func rawText(v any) string {
+	if v == nil {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		s = string(b)
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
 }

@@ -20,6 +20,7 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 		t.Path = p
 	}
 	t.CaseInsensitive = o.boolean("case_insensitive")
+	t.RawPath = d.optPath(o, "raw")
 	first := map[string]string{} // value (folded when case-insensitive) -> "state.<class>" where first listed
 	class := func(key string) []string {
 		var out []string

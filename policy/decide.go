@@ -141,7 +141,7 @@ func (d *decider) body() {
 		d.escalate(pollwarden.ReasonIntegrationFailure, b.Problem)
 		return
 	}
-	d.observeState(b.State)
+	d.observeState(b.State, b.ProviderState)
 	switch classOf(d.c, b.State) {
 	case classSuccess:
 		d.success()
@@ -159,13 +159,13 @@ func (d *decider) body() {
 	}
 }
 
-func (d *decider) observeState(s string) {
-	d.resp.State = s
-	if s != d.op.LastState {
+func (d *decider) observeState(s, provider string) {
+	d.resp.State, d.resp.ProviderState = s, provider
+	if s != d.op.LastState || provider != d.op.LastProviderState {
 		d.events = append(d.events, newEvent(d.op, d.now, pollwarden.EventStateChanged,
-			pollwarden.EventData{State: s, PrevState: d.op.LastState}))
+			pollwarden.EventData{State: s, PrevState: d.op.LastState, ProviderState: provider}))
 	}
-	d.op.LastState = s
+	d.op.LastState, d.op.LastProviderState = s, provider
 }
 
 // success accepts the result only if every required field validates (R3).

@@ -23,7 +23,7 @@ func TestReplayAnthropicMessageBatch(t *testing.T) {
 		{name: "ended with an errored request", bodies: []string{"ended_with_errored_request"}, jobID: id, start: anthropicStart,
 			outcome: pollwarden.PhaseSucceeded, result: map[string]any{"results_url": results}},
 		{name: "ended after cancel", bodies: []string{"canceling", "ended_cancel_initiated"}, jobID: id, start: anthropicStart,
-			outcome: pollwarden.PhaseCancelled, story: "state changed canceling → ended_after_cancel"},
+			outcome: pollwarden.PhaseCancelled, providerState: "ended", story: "state changed canceling → ended_after_cancel (provider said ended)"},
 		{name: "every request expired", bodies: []string{"pending", "expired"}, jobID: id, start: anthropicStart,
 			outcome: pollwarden.PhaseExpired, story: "ended_all_expired"},
 		{name: "404 just after create", bodies: []string{"error", "succeeded"}, jobID: id, start: anthropicStart,

@@ -12,9 +12,9 @@ func TestReplayGitHubActionsRun(t *testing.T) {
 	run := func(sc scenario) scenario { sc.vars, sc.jobID = vars, "30433642"; return sc }
 	runReplays(t, "github-actions-run", []scenario{
 		run(scenario{name: "success", bodies: []string{"pending", "waiting", "running", "succeeded"}, path: path,
-			outcome: pollwarden.PhaseSucceeded, result: map[string]any{"conclusion": "success"}, story: "state changed in_progress → success"}),
+			outcome: pollwarden.PhaseSucceeded, result: map[string]any{"conclusion": "success"}, story: "state changed in_progress → success (provider said completed/success)"}),
 		run(scenario{name: "null conclusion", bodies: []string{"running", "completed_null_conclusion"},
-			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState, story: "completed_null_conclusion"}),
+			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState, story: "state changed in_progress → completed_null_conclusion (provider said completed/null)"}),
 		run(scenario{name: "failure", bodies: []string{"failed"}, outcome: pollwarden.PhaseFailed, story: "state is now failure"}),
 		run(scenario{name: "startup failure", bodies: []string{"startup_failure"}, outcome: pollwarden.PhaseFailed, story: "state is now startup_failure"}),
 		run(scenario{name: "action required", bodies: []string{"action_required"}, outcome: pollwarden.PhaseFailed, story: "state is now action_required"}),

@@ -15,9 +15,9 @@ func TestReplayGoogleLRO(t *testing.T) {
 		{name: "empty response (a delete)", bodies: []string{"succeeded_empty_response"}, jobID: name,
 			outcome: pollwarden.PhaseSucceeded, resultHas: `google.protobuf.Empty`, story: "state is now succeeded"},
 		{name: "failed", bodies: []string{"running", "failed"}, jobID: name, outcome: pollwarden.PhaseFailed, providerError: `"code"`, story: "state changed running → failed"},
-		{name: "cancelled", bodies: []string{"cancelled"}, jobID: name, outcome: pollwarden.PhaseCancelled, story: "state is now cancelled"},
+		{name: "cancelled", bodies: []string{"cancelled"}, jobID: name, outcome: pollwarden.PhaseCancelled, story: "state is now cancelled (provider said done, error.code 1)"},
 		{name: "done without result", bodies: []string{"done_without_result"}, jobID: name,
-			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState, story: "done_without_result"},
+			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState, story: "state is now done_without_result (provider said done, neither error nor response)"},
 		// RetryInfo.retryDelay in the body is not read yet (only the
 		// Retry-After header is): the wait is the local backoff.
 		{name: "rate limited with RetryInfo", bodies: []string{"rate_limited", "succeeded"}, jobID: name,

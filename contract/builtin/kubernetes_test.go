@@ -10,7 +10,7 @@ func TestReplayKubernetesJob(t *testing.T) {
 	runReplays(t, "kubernetes-job", []scenario{
 		{name: "complete", bodies: []string{"pending", "running", "condition_false", "suspended", "succeeded"}, jobID: "pi",
 			path: "/apis/batch/v1/namespaces/default/jobs/pi", outcome: pollwarden.PhaseSucceeded,
-			result: map[string]any{"status.succeeded": 1}, story: "state changed Suspended → Complete"},
+			result: map[string]any{"status.succeeded": 1}, story: "state changed Suspended → Complete (provider said SuccessCriteriaMet,Complete)"},
 		{name: "other namespace", bodies: []string{"succeeded"}, jobID: "pi", vars: map[string]string{"namespace": "batch-jobs"},
 			path: "/apis/batch/v1/namespaces/batch-jobs/jobs/pi", outcome: pollwarden.PhaseSucceeded, story: "state is now Complete"},
 		{name: "failure target then failed", bodies: []string{"failure_target_only", "failed"}, jobID: "job-pod-failure-policy-failjob",

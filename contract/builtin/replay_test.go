@@ -36,6 +36,9 @@ type scenario struct {
 	outcome pollwarden.Phase
 	reason  pollwarden.Reason
 	result  map[string]any // fields the result must hold, exactly
+	// providerState, when set, is the provider's own value the record
+	// must keep next to the mapped state.
+	providerState string
 	// resultHas, when set, must be in the recorded result's JSON.
 	resultHas string
 	// providerError, when set, must be in the kept provider error.
@@ -196,6 +199,9 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 				t.Errorf("result[%s] = %v, want %v (result %s)", k, got[k], want, final.Result)
 			}
 		}
+	}
+	if sc.providerState != "" && final.LastProviderState != sc.providerState {
+		t.Errorf("record keeps provider state %q, want %q (mapped %q)", final.LastProviderState, sc.providerState, final.LastState)
 	}
 	if sc.resultHas != "" && !strings.Contains(string(final.Result), sc.resultHas) {
 		t.Errorf("result %s lacks %q", final.Result, sc.resultHas)
