@@ -54,6 +54,14 @@ type StatusCall struct {
 	// UnsafeMethod is set when the contract explicitly declares that its
 	// status call is not a safe method; then every call needs approval (R16).
 	UnsafeMethod bool
+	// Safe is set when the contract declares a status call with another
+	// method (a JSON-RPC tasks/get, an AWS POST) a documented read (R16):
+	// then no call needs approval.
+	Safe bool
+	// Body is the request body template as JSON text, "" for none; its
+	// string values may hold {job_id} and the declared variables, filled
+	// in as JSON strings (contract.StatusBody).
+	Body string
 }
 
 // Credential says where the secret comes from, never what it is.

@@ -43,6 +43,12 @@ func Summary(c *pollwarden.Contract) string {
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
 	}
+	if s.Safe {
+		line("            %s declared a documented read (safe): no approval per call", s.Method)
+	}
+	if s.Body != "" {
+		line("body:       %s", s.Body)
+	}
 	if cr := s.Credential; cr != nil {
 		scheme := ""
 		if cr.Scheme != "" {

@@ -130,7 +130,16 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	}
 	// The request, once reserved, is finished even if the caller is
 	// interrupted, so its answer is persisted rather than lost.
-	resp := c.prober.Status(context.WithoutCancel(ctx), ct, url)
+	body, err := contract.StatusBody(ct, reserved.ProviderJobID, reserved.Vars)
+	if err != nil {
+		return c.failUnsent(reserved, ct, err.Error(), finish)
+	}
+	var resp prober.Response
+	if body != nil {
+		resp = c.prober.StatusWithBody(context.WithoutCancel(ctx), ct, url, body)
+	} else {
+		resp = c.prober.Status(context.WithoutCancel(ctx), ct, url)
+	}
 	switch {
 	case resp.CredentialError != nil:
 		return c.failUnsent(reserved, ct, resp.CredentialError.Error(), finish)

@@ -120,6 +120,9 @@ func FingerprintVars(c *pollwarden.Contract, jobID, statusURL, credential string
 	for _, s := range []string{c.Name, c.Status.Method, c.Status.URL, jobID, statusURL, credential} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
+	if c.Status.Body != "" {
+		fmt.Fprintf(h, "body %d:%s\n", len(c.Status.Body), c.Status.Body)
+	}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		fmt.Fprintf(h, "var %d:%s=%d:%s\n", len(k), k, len(vars[k]), vars[k])
 	}

@@ -127,7 +127,19 @@ func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL s
 	if method == "" {
 		method = http.MethodGet
 	}
-	return p.call(ctx, c, method, statusURL)
+	return p.call(ctx, c, method, statusURL, nil)
+}
+
+// StatusWithBody is Status for a contract whose status call sends a body
+// (a JSON-RPC tasks/get, an AWS POST read): body, already built by
+// contract.StatusBody, is sent as application/json on every hop that
+// keeps the method.
+func (p *Prober) StatusWithBody(ctx context.Context, c *pollwarden.Contract, statusURL string, body []byte) Response {
+	method := c.Status.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return p.call(ctx, c, method, statusURL, body)
 }
 
 // Action sends a provider action (cancel) to url with a.Method (default
@@ -137,11 +149,11 @@ func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollward
 	if method == "" {
 		method = http.MethodPost
 	}
-	return p.call(ctx, c, method, url)
+	return p.call(ctx, c, method, url, nil)
 }
 
 // call wraps send so that redaction runs on every path out.
-func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string) Response {
+func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte) Response {
 	var secret, value string
 	if cred := c.Status.Credential; cred != nil {
 		s, err := p.resolve(cred.Ref)
@@ -153,7 +165,7 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			value = cred.Scheme + " " + s
 		}
 	}
-	resp := p.send(ctx, c, method, rawURL, value)
+	resp := p.send(ctx, c, method, rawURL, value, body)
 	if secret != "" {
 		redact(&resp, secret)
 	}

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ const maxRequestIDLen = 256
 
 // send performs the request and its redirects. credValue is the full
 // credential header value ("" when the contract has no credential).
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response) {
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string, reqBody []byte) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
@@ -41,7 +42,11 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	defer cancel()
 
 	for hop := 0; ; hop++ {
-		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		var rd io.Reader
+		if reqBody != nil {
+			rd = bytes.NewReader(reqBody)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 		if err != nil {
 			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+short(err.Error())
 			return resp
@@ -52,6 +57,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			return resp
 		}
 		req.Header.Set("User-Agent", p.userAgent)
+		if reqBody != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
@@ -81,7 +89,10 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 				resp.Transport, resp.TransportDetail = pollwarden.TransportRedirect, why
 				return resp
 			}
-			u, method = next, redirectMethod(r.StatusCode, method)
+			if m := redirectMethod(r.StatusCode, method); m != method {
+				method, reqBody = m, nil // a 301/302/303 turns it into a GET without a body
+			}
+			u = next
 			continue
 		}
 

@@ -45,6 +45,11 @@ type scenario struct {
 	providerError string
 	story         string // a story line must contain this
 	path          string // the path (and query) every request must have, when set
+	// contract, when set, is the whole contract to replay instead of an
+	// extension of the built-in; %s is the fake provider's URL.
+	contract string
+	// body, when set, is the JSON body every request must carry.
+	body string
 	// extra is YAML merged into the test's extending contract (after
 	// base_url), e.g. to lower a limit.
 	extra string
@@ -143,6 +148,9 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	src := fmt.Sprintf("version: 1\nextends: %s\nname: %s\nbase_url: %q\n%s", name, name, srv.URL, sc.extra)
+	if sc.contract != "" {
+		src = fmt.Sprintf(sc.contract, srv.URL)
+	}
 	c, err := contract.Parse([]byte(src))
 	if err != nil {
 		t.Fatalf("extending %s: %v", name, err)
@@ -226,6 +234,13 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 		for _, r := range fake.requests {
 			if got := r.URL.RequestURI(); got != sc.path {
 				t.Errorf("request to %s, want %s", got, sc.path)
+			}
+		}
+	}
+	if sc.body != "" {
+		for i, r := range fake.requests {
+			if r.Method != "POST" || r.Header.Get("Content-Type") != "application/json" || fake.bodies[i] != sc.body {
+				t.Errorf("request %d: %s %s with body %q, want POST application/json %q", i, r.Method, r.Header.Get("Content-Type"), fake.bodies[i], sc.body)
 			}
 		}
 	}
