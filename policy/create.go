@@ -85,9 +85,15 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	}
 	op.Fingerprint = FingerprintVars(c, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Vars)
 	dl := op.DeadlineAt
+	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)
+	if len(op.Vars) > 0 {
+		detail += "; " + VarsText(op.Vars)
+	}
+	if op.ProviderJobID == "" {
+		detail += "; status URL given, no job id"
+	}
 	ev := newEvent(op, now, pollwarden.EventSubmitted, pollwarden.EventData{
-		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq,
-		Detail: fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited),
+		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq, Detail: detail,
 	})
 	return op, []pollwarden.Event{ev}, nil
 }
@@ -127,4 +133,14 @@ func FingerprintVars(c *pollwarden.Contract, jobID, statusURL, credential string
 		fmt.Fprintf(h, "var %d:%s=%d:%s\n", len(k), k, len(vars[k]), vars[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// VarsText writes an operation's variables as "owner=acme, repo=web",
+// sorted, for the story and a decision request.
+func VarsText(vars map[string]string) string {
+	parts := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		parts = append(parts, k+"="+vars[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -110,10 +110,20 @@ func extendedDeadline(op *pollwarden.Operation, d time.Duration, now time.Time) 
 func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts []pollwarden.Option, now time.Time) string {
 	var b strings.Builder
 	b.WriteString("External job needs a decision\n")
-	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", op.ID, op.ProviderJobID)
+	job := op.ProviderJobID
+	if job == "" {
+		job = "(status URL " + op.StatusURL + ")"
+	}
+	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", op.ID, job)
+	if len(op.Vars) > 0 {
+		fmt.Fprintf(&b, "Variables: %s\n", VarsText(op.Vars))
+	}
 	last := op.LastState
 	if last == "" {
 		last = "(none observed)"
+	}
+	if op.LastProviderState != "" {
+		last += " (provider said " + op.LastProviderState + ")"
 	}
 	fmt.Fprintf(&b, "Last state: %s\nElapsed time: %s\n", last, elapsed(op, now))
 	fmt.Fprintf(&b, "Status requests: %d of %d\n", op.StatusRequestsUsed, op.MaxStatusRequests)
