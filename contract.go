@@ -21,12 +21,35 @@ type Contract struct {
 	// Cancel is nil when the provider documents no cancel action; then
 	// "cancel at provider" is never offered (R19).
 	Cancel *Action
+	// RateLimit lists the answers other than 429 that mean "rate limited"
+	// (GitHub's 403 with x-ratelimit-remaining 0), nil when only 429 does.
+	RateLimit *RateLimitSpec
 	// Vars declares the variables its URL templates may use besides
 	// {job_id}; each operation gives their values (or takes the defaults).
 	Vars map[string]VarSpec
 	// BaseURL, when set, is the prefix of every URL template written as a
 	// path ("/v1/…"); Parse has already resolved those templates under it.
 	BaseURL string
+}
+
+// RateLimitSpec says how a provider signals a rate limit besides 429 and
+// when to ask again.
+type RateLimitSpec struct {
+	When []RateLimitSignal
+	// ResetHeader names a header with the time the limit resets, in
+	// ResetUnit (unix_seconds, unix_milliseconds, rfc3339 or seconds from
+	// now); it is used when the answer has no Retry-After.
+	ResetHeader string
+	ResetUnit   HintUnit
+}
+
+// RateLimitSignal is one answer that means "rate limited": an HTTP status
+// with a header present, or equal to a value when Equals is set.
+type RateLimitSignal struct {
+	Status    int
+	Header    string
+	Equals    string
+	HasEquals bool
 }
 
 // VarSpec is one declared template variable. Pattern is matched against

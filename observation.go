@@ -27,10 +27,14 @@ type Observation struct {
 	Transport string
 	// TransportDetail is a short, secret-free description of the failure.
 	TransportDetail string
-	// RetryAfter is the raw Retry-After header value, if any.
+	// RetryAfter is the raw Retry-After header value, if any (or the
+	// contract's rate-limit reset header, written as an HTTP date).
 	RetryAfter string
-	RequestID  string
-	Body       BodyFacts
+	// RateLimitSignal, when set, says why an answer other than 429 is a
+	// rate limit (the contract's rate_limit signals).
+	RateLimitSignal string
+	RequestID       string
+	Body            BodyFacts
 }
 
 // BodyFacts is what the contract's paths found in the response body. Hint

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -241,7 +242,20 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 		Transport: r.Transport, TransportDetail: r.TransportDetail,
 		RetryAfter: r.RetryAfter, RequestID: r.RequestID,
 	}
-	_, mapped := ex.Contract().State.StatusCodes[r.Status]
+	ct := ex.Contract()
+	if r.Transport == "" && r.Status != http.StatusTooManyRequests {
+		if why := contract.RateLimited(ct, r.Status, r.Headers); why != "" {
+			obs.RateLimitSignal = why
+		}
+	}
+	if (obs.RateLimitSignal != "" || r.Status == http.StatusTooManyRequests) && obs.RetryAfter == "" {
+		at := r.ReceivedAt
+		if at.IsZero() {
+			at = r.SentAt
+		}
+		obs.RetryAfter = contract.ResetAfter(ct, r.Headers, at)
+	}
+	_, mapped := ct.State.StatusCodes[r.Status]
 	switch {
 	case r.Transport != "":
 	case r.BodyTooLarge:

@@ -80,6 +80,10 @@ func (d *decider) classify() {
 		// The contract maps this code to a state (a 202 while running, a
 		// 404 that ends a deletion wait).
 		d.body()
+	case obs.RateLimitSignal != "":
+		// The contract says this answer is a rate limit (GitHub's 403 with
+		// x-ratelimit-remaining 0), not a refused credential.
+		d.rateLimited()
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		d.escalate(pollwarden.ReasonAuthorizationDenied, fmt.Sprintf("the provider answered %d; the credential is not retried", s))
 	case s == http.StatusTooManyRequests:
@@ -115,8 +119,12 @@ func (d *decider) rateLimited() {
 	d.op.RateLimitedUsed++
 	d.resp.RateLimited = d.op.RateLimitedUsed
 	if d.op.RateLimitedUsed >= d.op.MaxRateLimited {
-		d.escalate(pollwarden.ReasonRateLimited, fmt.Sprintf("%d of %d answers were 429 Too Many Requests",
-			d.op.RateLimitedUsed, d.op.MaxRateLimited))
+		what := "429 Too Many Requests"
+		if d.obs.RateLimitSignal != "" {
+			what = "rate limits (last: " + d.obs.RateLimitSignal + ")"
+		}
+		d.escalate(pollwarden.ReasonRateLimited, fmt.Sprintf("%d of %d answers were %s",
+			d.op.RateLimitedUsed, d.op.MaxRateLimited, what))
 		return
 	}
 	d.schedule(true)

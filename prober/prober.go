@@ -113,6 +113,9 @@ type Response struct {
 	RequestID string
 	// Location is the raw Location header of the last answer.
 	Location string
+	// Headers holds the last answer's values of the headers the
+	// contract's rate_limit reads, by lower-case name.
+	Headers map[string]string
 	// Body is nil when BodyTooLarge or unreadable.
 	Body         []byte
 	BodyTooLarge bool

@@ -22,6 +22,9 @@ func redact(resp *Response, secret string) {
 	resp.RetryAfter = r.Replace(resp.RetryAfter)
 	resp.RequestID = r.Replace(resp.RequestID)
 	resp.Location = r.Replace(resp.Location)
+	for k, v := range resp.Headers {
+		resp.Headers[k] = r.Replace(v)
+	}
 	if resp.Body != nil {
 		resp.Body = []byte(r.Replace(string(resp.Body)))
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -81,6 +82,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		resp.RetryAfter = r.Header.Get("Retry-After")
 		resp.RequestID = requestID(r.Header, c.Status.RequestIDHeader)
 		resp.Location = r.Header.Get("Location")
+		resp.Headers = contractHeaders(c, r.Header)
 
 		if next, why, follow := p.redirect(c, u, r, hop); follow || why != "" {
 			discard(r)
@@ -177,4 +179,30 @@ func requestID(h http.Header, contractHeader string) string {
 		}
 	}
 	return ""
+}
+
+// contractHeaders copies the headers the contract's rate_limit reads, and
+// no others: the rest of a provider's headers never leave the prober.
+func contractHeaders(c *pollwarden.Contract, h http.Header) map[string]string {
+	rl := c.RateLimit
+	if rl == nil {
+		return nil
+	}
+	names := []string{rl.ResetHeader}
+	for _, s := range rl.When {
+		names = append(names, s.Header)
+	}
+	var out map[string]string
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if v := h.Get(n); v != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[strings.ToLower(n)] = short(v)
+		}
+	}
+	return out
 }

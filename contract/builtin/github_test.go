@@ -23,13 +23,16 @@ func TestReplayGitHubActionsRun(t *testing.T) {
 		run(scenario{name: "timed out", bodies: []string{"timed_out"}, outcome: pollwarden.PhaseExpired, story: "state is now timed_out"}),
 		run(scenario{name: "not found", bodies: []string{"error"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonIntegrationFailure, story: "received 404"}),
 		run(scenario{name: "forbidden", bodies: []string{"forbidden"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonAuthorizationDenied, story: "received 403"}),
-		run(scenario{name: "429 primary rate limit", bodies: []string{"rate_limited_429", "succeeded"}, outcome: pollwarden.PhaseSucceeded, story: "received 429, rate-limited answer 1"}),
-		// Not yet expressible: a 403 with x-ratelimit-remaining 0 (or a
-		// secondary limit's retry-after) is a rate limit, but pollwarden
-		// reads only 429 as one, so these end authorization_denied. When
-		// header-based rate-limit signals land, these two flip.
-		run(scenario{name: "403 primary rate limit (gap)", bodies: []string{"rate_limited"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonAuthorizationDenied, story: "received 403"}),
-		run(scenario{name: "403 secondary rate limit (gap)", bodies: []string{"secondary_rate_limited"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonAuthorizationDenied, story: "received 403"}),
+		run(scenario{name: "429 primary rate limit", bodies: []string{"rate_limited_429", "succeeded"}, outcome: pollwarden.PhaseSucceeded, story: "received 429, Retry-After 0, rate-limited answer 1"}),
+		// GitHub's primary rate limit is a 403 with x-ratelimit-remaining 0
+		// and x-ratelimit-reset in unix seconds; a secondary one a 403 with
+		// retry-after. Both are rate limits, not a refused token.
+		run(scenario{name: "403 primary rate limit", bodies: []string{"rate_limited", "succeeded"}, outcome: pollwarden.PhaseSucceeded,
+			story: "received 403, Retry-After 0, rate-limited answer 1"}),
+		run(scenario{name: "403 secondary rate limit", bodies: []string{"secondary_rate_limited", "succeeded"}, outcome: pollwarden.PhaseSucceeded,
+			story: "received 403, Retry-After 3, rate-limited answer 1"}),
+		run(scenario{name: "403 rate limits until the budget", bodies: []string{"rate_limited"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonRateLimited,
+			story: "3 of 3 answers were rate limits (last: 403 with x-ratelimit-remaining 0)"}),
 		// No If-None-Match is sent (conditional requests are not built
 		// yet), so a 304 is an answer pollwarden did not ask for.
 		run(scenario{name: "unasked 304 (gap)", bodies: []string{"not_modified"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonIntegrationFailure, story: "received 304"}),
