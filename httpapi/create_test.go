@@ -143,6 +143,7 @@ func TestCreateRefused(t *testing.T) {
 		"garbage deadline":         {map[string]any{"deadline": "soon"}, "neither a duration"},
 		"bad operation id":         {map[string]any{"operation_id": "a/b"}, "operation_id"},
 		"no contract":              {map[string]any{"contract": nil}, "contract is required"},
+		"built-in found by name":   {map[string]any{"contract": "openai-batch", "job_id": ".."}, `job_id: value ".." for {job_id} would change the URL's path`},
 		"undeclared variable":      {map[string]any{"vars": map[string]string{"owner": "acme"}}, `vars: variable "owner": contract export declares no variables`},
 	} {
 		t.Run(name, func(t *testing.T) {
