@@ -41,13 +41,21 @@ type RateLimitSpec struct {
 	// now); it is used when the answer has no Retry-After.
 	ResetHeader string
 	ResetUnit   HintUnit
+	// RetryAfterPath is a JMESPath to a delay in the answer's body
+	// (Google's RetryInfo.retryDelay "53s", Kubernetes'
+	// details.retryAfterSeconds) in RetryAfterUnit, used when the answer
+	// has no Retry-After header.
+	RetryAfterPath string
+	RetryAfterUnit HintUnit
 }
 
 // RateLimitSignal is one answer that means "rate limited": an HTTP status
-// with a header present, or equal to a value when Equals is set.
+// with a header, or a body value at Path (AWS's __type), present, or equal
+// to Equals when HasEquals is set.
 type RateLimitSignal struct {
 	Status    int
 	Header    string
+	Path      string
 	Equals    string
 	HasEquals bool
 }

@@ -24,6 +24,8 @@ type Extractor struct {
 	nextCheck *jmespath.JMESPath
 	expires   *jmespath.JMESPath
 	raw       *jmespath.JMESPath
+	// rlPaths holds the rate_limit body paths, by expression.
+	rlPaths map[string]*jmespath.JMESPath
 }
 
 type compiledField struct {
@@ -59,6 +61,17 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	x.nextCheck = compile("hints.next_check_at", c.Hints.NextCheckAt, true)
 	x.expires = compile("hints.job_expires_at", c.Hints.JobExpiresAt, true)
 	x.raw = compile("state.raw", c.State.RawPath, true)
+	if rl := c.RateLimit; rl != nil {
+		x.rlPaths = map[string]*jmespath.JMESPath{}
+		for i, s := range rl.When {
+			if s.Path != "" {
+				x.rlPaths[s.Path] = compile(fmt.Sprintf("rate_limit.when[%d].path", i), s.Path, false)
+			}
+		}
+		if rl.RetryAfterPath != "" {
+			x.rlPaths[rl.RetryAfterPath] = compile("rate_limit.retry_after", rl.RetryAfterPath, false)
+		}
+	}
 	if err := problemsOf(probs); err != nil {
 		return nil, err
 	}

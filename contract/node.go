@@ -145,6 +145,9 @@ func (d *decoder) object(path string, line int, n *yaml.Node, known []string) *o
 
 func (o *object) child(key string) string { return join(o.path, key) }
 
+// has reports whether key was written (even as null).
+func (o *object) has(key string) bool { _, ok := o.ents[key]; return ok }
+
 // get returns the key's value unless it is absent or null; a required
 // key that is missing is reported.
 func (o *object) get(key string, required bool) (*yaml.Node, bool) {

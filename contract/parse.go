@@ -133,7 +133,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method"), c)
-	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset"))
+	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	return c
 }
 

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,7 +20,7 @@ func (d *decoder) rateLimit(o *object) *pollwarden.RateLimitSpec {
 	}
 	rl := &pollwarden.RateLimitSpec{}
 	for _, it := range o.list("when") {
-		so := d.object(it.path, it.line, it.node, []string{"status", "header", "equals"})
+		so := d.object(it.path, it.line, it.node, []string{"status", "header", "path", "equals"})
 		if so.bad {
 			if !so.present && isNull(it.node) {
 				d.addf(it.line, it.path, "must be a mapping {status, header, equals}")
@@ -33,19 +34,27 @@ func (d *decoder) rateLimit(o *object) *pollwarden.RateLimitSpec {
 		if sig.Status == 0 {
 			so.get("status", true)
 		}
-		if h, line, ok := so.str("header", true); ok {
+		if h, line, ok := so.str("header", false); ok {
 			if !isToken(h) {
 				d.addf(line, so.child("header"), "must be a header name, got %s", clip(h))
 			}
 			sig.Header = h
+		}
+		sig.Path = d.optPath(so, "path")
+		if (sig.Header == "") == (sig.Path == "") && !so.bad {
+			d.addf(so.line, it.path, "give exactly one of header (a response header) and path (a JMESPath over the body)")
 		}
 		if v, _, ok := so.str("equals", false); ok {
 			sig.Equals, sig.HasEquals = v, true
 		}
 		rl.When = append(rl.When, sig)
 	}
-	if len(rl.When) == 0 {
+	if len(rl.When) == 0 && rl.RetryAfterPath == "" && !o.has("retry_after") {
 		d.addf(o.lineOf("when"), o.child("when"), "must list at least one signal {status, header, equals}")
+	}
+	if _, ok := o.get("retry_after", false); ok {
+		p, unit := d.hint(o, "retry_after", []pollwarden.HintUnit{pollwarden.UnitSeconds, pollwarden.UnitMilliseconds, pollwarden.UnitDuration})
+		rl.RetryAfterPath, rl.RetryAfterUnit = p, unit
 	}
 	ro := o.obj("reset", false, "header", "unit")
 	if ro.present {
@@ -69,20 +78,40 @@ func (d *decoder) rateLimit(o *object) *pollwarden.RateLimitSpec {
 }
 
 // RateLimited says whether an answer other than 429 is a rate limit under
-// the contract's rate_limit signals, and why ("" when it is not).
+// the contract's header signals, and why ("" when it is not). Body signals
+// need the compiled paths: Extractor.RateLimit checks both.
 func RateLimited(c *pollwarden.Contract, status int, headers map[string]string) string {
+	return rateLimited(c, status, headers, nil)
+}
+
+// rateLimited checks every signal; body, when not nil, reads a path signal.
+func rateLimited(c *pollwarden.Contract, status int, headers map[string]string, body func(path string) (string, bool)) string {
 	if c == nil || c.RateLimit == nil {
 		return ""
 	}
 	for _, s := range c.RateLimit.When {
-		v, ok := headers[strings.ToLower(s.Header)]
-		if s.Status != status || !ok || (s.HasEquals && v != s.Equals) {
+		if s.Status != status {
 			continue
 		}
-		if s.HasEquals {
-			return fmt.Sprintf("%d with %s %s", status, s.Header, v)
+		name := s.Header
+		v, ok := headers[strings.ToLower(s.Header)]
+		if s.Path != "" {
+			if body == nil {
+				continue
+			}
+			name = s.Path
+			v, ok = body(s.Path)
 		}
-		return fmt.Sprintf("%d with %s", status, s.Header)
+		if !ok || (s.HasEquals && v != s.Equals) {
+			continue
+		}
+		if s.Path != "" {
+			name, v = clip(name), clip(v)
+		}
+		if s.HasEquals {
+			return fmt.Sprintf("%d with %s %s", status, name, v)
+		}
+		return fmt.Sprintf("%d with %s", status, name)
 	}
 	return ""
 }
@@ -125,4 +154,53 @@ func ResetAfter(c *pollwarden.Contract, headers map[string]string, now time.Time
 		return "0"
 	}
 	return t.UTC().Format(http.TimeFormat)
+}
+
+// RateLimit reads a rate-limited answer: why an answer other than 429 is
+// one under the contract's signals ("" when it is not), and, for it or a
+// 429, the wait the contract's reset header or body retry_after path gives
+// as a Retry-After value ("" when none). The body is untrusted: a path that
+// fails gives nothing.
+func (x *Extractor) RateLimit(status int, headers map[string]string, body []byte, now time.Time) (why, retryAfter string) {
+	rl := x.c.RateLimit
+	if rl == nil {
+		return "", ""
+	}
+	var doc any
+	parsed := false
+	read := func(expr string) (any, bool) {
+		if !parsed {
+			parsed = true
+			if json.Unmarshal(body, &doc) != nil {
+				doc = nil
+			}
+		}
+		jp := x.rlPaths[expr]
+		if jp == nil || doc == nil {
+			return nil, false
+		}
+		v, err := search(jp, doc)
+		return v, err == nil && v != nil
+	}
+	if status != http.StatusTooManyRequests {
+		why = rateLimited(x.c, status, headers, func(expr string) (string, bool) {
+			v, ok := read(expr)
+			if !ok {
+				return "", false
+			}
+			return rawText(v), true
+		})
+		if why == "" {
+			return "", ""
+		}
+	}
+	retryAfter = ResetAfter(x.c, headers, now)
+	if retryAfter == "" && rl.RetryAfterPath != "" {
+		if v, ok := read(rl.RetryAfterPath); ok {
+			if f, isNum := delayIn(v, rl.RetryAfterUnit).(float64); isNum && f >= 0 && f < 1e9 {
+				retryAfter = strconv.FormatInt(int64(math.Ceil(f)), 10)
+			}
+		}
+	}
+	return why, retryAfter
 }

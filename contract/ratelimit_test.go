@@ -52,3 +52,44 @@ func TestRateLimitSignals(t *testing.T) {
 		t.Fatalf("401 as a rate limit: %v", err)
 	}
 }
+
+// TestRateLimitBodySignals: AWS signals throttling with a 400 whose
+// __type names it; Google gives the wait as RetryInfo.retryDelay.
+func TestRateLimitBodySignals(t *testing.T) {
+	src := `version: 1
+name: aws
+status: {url: "https://textract.us-east-1.amazonaws.com/", method: POST, safe: true, body: {JobId: "{job_id}"}}
+state: {path: JobStatus, pending: [IN_PROGRESS], success: [SUCCEEDED]}
+rate_limit:
+  when:
+    - {status: 400, path: "__type", equals: ThrottlingException}
+    - {status: 400, path: "__type", equals: ProvisionedThroughputExceededException}
+  retry_after: {path: "error.details[0].retryDelay", unit: duration}
+`
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(0, 0)
+	why, _ := ex.RateLimit(400, nil, []byte(`{"__type":"ThrottlingException","message":"Rate exceeded"}`), now)
+	if why != `400 with "__type" "ThrottlingException"` {
+		t.Fatalf("throttling 400: %q", why)
+	}
+	if why, _ := ex.RateLimit(400, nil, []byte(`{"__type":"InvalidJobIdException"}`), now); why != "" {
+		t.Fatalf("another 400 is no rate limit: %q", why)
+	}
+	if why, _ := ex.RateLimit(400, nil, []byte(`not json`), now); why != "" {
+		t.Fatalf("a body that is not JSON: %q", why)
+	}
+	if _, wait := ex.RateLimit(429, nil, []byte(`{"error":{"details":[{"retryDelay":"52.2s"}]}}`), now); wait != "53" {
+		t.Fatalf("retry_after from the body: %q", wait)
+	}
+	_, err = Parse([]byte(strings.Replace(src, `path: "__type", equals: ThrottlingException`, `header: x-a, path: "__type"`, 1)))
+	if err == nil || !strings.Contains(err.Error(), "give exactly one of header") {
+		t.Fatalf("a signal with both header and path: %v", err)
+	}
+}

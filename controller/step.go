@@ -243,17 +243,16 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 		RetryAfter: r.RetryAfter, RequestID: r.RequestID,
 	}
 	ct := ex.Contract()
-	if r.Transport == "" && r.Status != http.StatusTooManyRequests {
-		if why := contract.RateLimited(ct, r.Status, r.Headers); why != "" {
-			obs.RateLimitSignal = why
-		}
-	}
-	if (obs.RateLimitSignal != "" || r.Status == http.StatusTooManyRequests) && obs.RetryAfter == "" {
+	if r.Transport == "" && !r.BodyTooLarge {
 		at := r.ReceivedAt
 		if at.IsZero() {
 			at = r.SentAt
 		}
-		obs.RetryAfter = contract.ResetAfter(ct, r.Headers, at)
+		why, wait := ex.RateLimit(r.Status, r.Headers, r.Body, at)
+		obs.RateLimitSignal = why
+		if (why != "" || r.Status == http.StatusTooManyRequests) && obs.RetryAfter == "" {
+			obs.RetryAfter = wait
+		}
 	}
 	_, mapped := ct.State.StatusCodes[r.Status]
 	switch {

@@ -18,10 +18,9 @@ func TestReplayGoogleLRO(t *testing.T) {
 		{name: "cancelled", bodies: []string{"cancelled"}, jobID: name, outcome: pollwarden.PhaseCancelled, story: "state is now cancelled (provider said done, error.code 1)"},
 		{name: "done without result", bodies: []string{"done_without_result"}, jobID: name,
 			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState, story: "state is now done_without_result (provider said done, neither error nor response)"},
-		// RetryInfo.retryDelay in the body is not read yet (only the
-		// Retry-After header is): the wait is the local backoff.
+		// RetryInfo.retryDelay in the body is the wait.
 		{name: "rate limited with RetryInfo", bodies: []string{"rate_limited", "succeeded"}, jobID: name,
-			outcome: pollwarden.PhaseSucceeded, story: "received 429, rate-limited answer 1"},
+			outcome: pollwarden.PhaseSucceeded, story: "received 429, Retry-After 53, rate-limited answer 1"},
 		{name: "rate limited without RetryInfo", bodies: []string{"rate_limited_without_retryinfo", "succeeded"}, jobID: name,
 			outcome: pollwarden.PhaseSucceeded, story: "received 429, rate-limited answer 1"},
 		{name: "purged", bodies: []string{"error"}, jobID: name, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonIntegrationFailure, story: "received 404"},
