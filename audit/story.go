@@ -45,7 +45,11 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 	}
 	switch e.Kind {
 	case pollwarden.EventSubmitted:
-		return fmt.Sprintf("submitted job %s, deadline %s, budget %d (%s)", d.ProviderJobID, clock(d.DeadlineAt), d.MaxRequests, d.Detail)
+		job := "job " + d.ProviderJobID
+		if d.ProviderJobID == "" {
+			job = "a job by its status URL"
+		}
+		return fmt.Sprintf("submitted %s, deadline %s, budget %d (%s)", job, clock(d.DeadlineAt), d.MaxRequests, d.Detail)
 	case pollwarden.EventResumed:
 		return "resumed by " + d.Detail
 	case pollwarden.EventRequestSent:

@@ -89,9 +89,6 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	if len(op.Vars) > 0 {
 		detail += "; " + VarsText(op.Vars)
 	}
-	if op.ProviderJobID == "" {
-		detail += "; status URL given, no job id"
-	}
 	ev := newEvent(op, now, pollwarden.EventSubmitted, pollwarden.EventData{
 		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq, Detail: detail,
 	})
