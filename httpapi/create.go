@@ -15,6 +15,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -100,7 +101,8 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 	}
 	ex, ok := a.contracts.Get(req.Contract)
 	if !ok {
-		return nil, p, unprocessable("unknown contract %s (loaded: %s)", clip(req.Contract), strings.Join(a.contracts.Names(), ", "))
+		return nil, p, unprocessable("unknown contract %s (loaded: %s; built-in: %s)", clip(req.Contract),
+			strings.Join(a.contracts.Names(), ", "), strings.Join(builtin.Names(), ", "))
 	}
 	ct := ex.Contract()
 	if a.credentialAvailable != nil {

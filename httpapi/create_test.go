@@ -130,7 +130,7 @@ func TestCreateRefused(t *testing.T) {
 		"limit above contract":    {map[string]any{"max_status_requests": 6}, "max status requests 6 is above the contract's 5"},
 		"failures above contract": {map[string]any{"max_transport_failures": 9}, "max transport failures 9 is above the contract's 3"},
 		"deadline above contract": {map[string]any{"deadline": "11m"}, "later than the contract's 10m"},
-		"unknown contract":        {map[string]any{"contract": "nope"}, `unknown contract "nope" (loaded: export, plain)`},
+		"unknown contract":        {map[string]any{"contract": "nope"}, `unknown contract "nope" (loaded: export, plain; built-in: anthropic-message-batch, `},
 		"status_url off host": {map[string]any{"job_id": nil, "status_url": "https://evil.example.com/jobs/1"},
 			`status_url: https://evil.example.com is not an allowed origin of contract export`},
 		"status_url with userinfo": {map[string]any{"job_id": nil, "status_url": "http://u:p@127.0.0.1/jobs/1"}, "user credentials"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
 )
@@ -24,7 +25,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 	}
 	ex, ok := s.o.Contracts.Get(in.Contract)
 	if !ok {
-		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s", clip(in.Contract), s.names())
+		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s; built-in: %s", clip(in.Contract), s.names(), strings.Join(builtin.Names(), ", "))
 	}
 	ct := ex.Contract()
 	now := s.o.Now()
