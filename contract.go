@@ -21,6 +21,51 @@ type Contract struct {
 	// Cancel is nil when the provider documents no cancel action; then
 	// "cancel at provider" is never offered (R19).
 	Cancel *Action
+	// RateLimit lists the answers other than 429 that mean "rate limited"
+	// (GitHub's 403 with x-ratelimit-remaining 0), nil when only 429 does.
+	RateLimit *RateLimitSpec
+	// Vars declares the variables its URL templates may use besides
+	// {job_id}; each operation gives their values (or takes the defaults).
+	Vars map[string]VarSpec
+	// BaseURL, when set, is the prefix of every URL template written as a
+	// path ("/v1/…"); Parse has already resolved those templates under it.
+	BaseURL string
+}
+
+// RateLimitSpec says how a provider signals a rate limit besides 429 and
+// when to ask again.
+type RateLimitSpec struct {
+	When []RateLimitSignal
+	// ResetHeader names a header with the time the limit resets, in
+	// ResetUnit (unix_seconds, unix_milliseconds, rfc3339 or seconds from
+	// now); it is used when the answer has no Retry-After.
+	ResetHeader string
+	ResetUnit   HintUnit
+	// RetryAfterPath is a JMESPath to a delay in the answer's body
+	// (Google's RetryInfo.retryDelay "53s", Kubernetes'
+	// details.retryAfterSeconds) in RetryAfterUnit, used when the answer
+	// has no Retry-After header.
+	RetryAfterPath string
+	RetryAfterUnit HintUnit
+}
+
+// RateLimitSignal is one answer that means "rate limited": an HTTP status
+// with a header, or a body value at Path (AWS's __type), present, or equal
+// to Equals when HasEquals is set.
+type RateLimitSignal struct {
+	Status    int
+	Header    string
+	Path      string
+	Equals    string
+	HasEquals bool
+}
+
+// VarSpec is one declared template variable. Pattern is matched against
+// the whole value, so a value can only be what the contract expects.
+type VarSpec struct {
+	Pattern    string
+	Default    string
+	HasDefault bool
 }
 
 // StatusCall describes the one status request.
@@ -40,6 +85,14 @@ type StatusCall struct {
 	// UnsafeMethod is set when the contract explicitly declares that its
 	// status call is not a safe method; then every call needs approval (R16).
 	UnsafeMethod bool
+	// Safe is set when the contract declares a status call with another
+	// method (a JSON-RPC tasks/get, an AWS POST) a documented read (R16):
+	// then no call needs approval.
+	Safe bool
+	// Body is the request body template as JSON text, "" for none; its
+	// string values may hold {job_id} and the declared variables, filled
+	// in as JSON strings (contract.StatusBody).
+	Body string
 }
 
 // Credential says where the secret comes from, never what it is.
@@ -61,6 +114,18 @@ type StateTable struct {
 	// UnlistedPending is true only when the contract says `unlisted:
 	// pending`; by default an unlisted value stops as unknown_state.
 	UnlistedPending bool
+	// CaseInsensitive makes "running" match a listed "Running" (Azure
+	// services answer either); the state is then recorded as listed.
+	CaseInsensitive bool
+	// StatusCodes maps an HTTP status to a state value of the lists, for
+	// providers whose answer code is the state: an ARM Location monitor
+	// answers 202 with no body while running, a deletion wait ends on 404.
+	// A mapped answer's body is not needed for the state.
+	StatusCodes map[int]string
+	// RawPath, when set, is a JMESPath to what the provider itself said
+	// (processing_status, the conditions' types), recorded next to a state
+	// that the state path combined from several fields.
+	RawPath string
 }
 
 // ResultKind is what a required result field must hold.
@@ -93,7 +158,26 @@ type HintPaths struct {
 	PollAfterSeconds string
 	NextCheckAt      string
 	JobExpiresAt     string
+	// The units the provider writes each hint in; empty means the
+	// default: seconds for PollAfterSeconds, RFC 3339 for the times.
+	PollAfterUnit    HintUnit
+	NextCheckAtUnit  HintUnit
+	JobExpiresAtUnit HintUnit
 }
+
+// HintUnit is how a provider writes a delay or a time.
+type HintUnit string
+
+// The hint units: a delay in seconds or milliseconds or as a duration
+// string ("3s", "1.5m"); a time as RFC 3339 or unix seconds or milliseconds.
+const (
+	UnitSeconds          HintUnit = "seconds"
+	UnitMilliseconds     HintUnit = "milliseconds"
+	UnitDuration         HintUnit = "duration"
+	UnitRFC3339          HintUnit = "rfc3339"
+	UnitUnixSeconds      HintUnit = "unix_seconds"
+	UnitUnixMilliseconds HintUnit = "unix_milliseconds"
+)
 
 // Backoff is the local schedule of R5.
 type Backoff struct {

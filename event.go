@@ -59,6 +59,7 @@ type Event struct {
 type EventData struct {
 	State         string          `json:"state,omitempty"`
 	PrevState     string          `json:"prev_state,omitempty"`
+	ProviderState string          `json:"provider_state,omitempty"`
 	HTTPStatus    int             `json:"http_status,omitempty"`
 	Transport     string          `json:"transport_error,omitempty"`
 	RequestID     string          `json:"provider_request_id,omitempty"`

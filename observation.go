@@ -27,10 +27,14 @@ type Observation struct {
 	Transport string
 	// TransportDetail is a short, secret-free description of the failure.
 	TransportDetail string
-	// RetryAfter is the raw Retry-After header value, if any.
+	// RetryAfter is the raw Retry-After header value, if any (or the
+	// contract's rate-limit reset header, written as an HTTP date).
 	RetryAfter string
-	RequestID  string
-	Body       BodyFacts
+	// RateLimitSignal, when set, says why an answer other than 429 is a
+	// rate limit (the contract's rate_limit signals).
+	RateLimitSignal string
+	RequestID       string
+	Body            BodyFacts
 }
 
 // BodyFacts is what the contract's paths found in the response body. Hint
@@ -43,6 +47,14 @@ type BodyFacts struct {
 	// gave nothing or a non-string (then Problem says which).
 	State    string
 	HasState bool
+	// FromStatus is set when State came from the contract's mapping of the
+	// HTTP status code (state.status_codes), not from the body; the answer
+	// is then read as a state whatever its code.
+	FromStatus bool
+	// ProviderState is what the provider itself said, when it differs from
+	// State: the value at state.raw, or the value as sent when
+	// state.case_insensitive recorded it in the listed spelling.
+	ProviderState string
 	// Fields holds the value at each required result path, by path; a path
 	// that gave nothing is absent.
 	Fields map[string]any

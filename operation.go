@@ -2,6 +2,7 @@ package pollwarden
 
 import (
 	"encoding/json"
+	"maps"
 	"time"
 )
 
@@ -108,6 +109,10 @@ type Operation struct {
 	// entry says scope: all); empty on records made before owners were
 	// kept, which only approvers, admins and scope-all agents see.
 	Owner string `json:"owner,omitempty"`
+	// Vars are the values of the contract's declared template variables
+	// for this job (defaults filled in), so the record alone says which job
+	// it is; they are part of the fingerprint.
+	Vars map[string]string `json:"vars,omitempty"`
 	// ExpectedTerminal lists the contract's terminal states at creation.
 	ExpectedTerminal []string `json:"expected_terminal_states"`
 
@@ -144,16 +149,19 @@ type Operation struct {
 	// next decision draws one and saves it (policy.Decide).
 	JitterFactor float64 `json:"jitter_factor,omitempty"`
 
-	Phase         Phase           `json:"phase"`
-	Reason        Reason          `json:"reason,omitempty"`
-	LastState     string          `json:"last_state,omitempty"`
-	LastHTTP      int             `json:"last_http_status,omitempty"`
-	LastHTTPAt    *time.Time      `json:"last_http_at,omitempty"`
-	LastRequestID string          `json:"last_request_id,omitempty"`
-	Result        json.RawMessage `json:"result,omitempty"`
-	ProviderError json.RawMessage `json:"provider_error,omitempty"`
-	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
-	Escalation    *Escalation     `json:"escalation,omitempty"`
+	Phase     Phase  `json:"phase"`
+	Reason    Reason `json:"reason,omitempty"`
+	LastState string `json:"last_state,omitempty"`
+	// LastProviderState is the provider's own value behind LastState when
+	// the two differ (a state built from several fields, or another case).
+	LastProviderState string          `json:"last_provider_state,omitempty"`
+	LastHTTP          int             `json:"last_http_status,omitempty"`
+	LastHTTPAt        *time.Time      `json:"last_http_at,omitempty"`
+	LastRequestID     string          `json:"last_request_id,omitempty"`
+	Result            json.RawMessage `json:"result,omitempty"`
+	ProviderError     json.RawMessage `json:"provider_error,omitempty"`
+	FinishedAt        *time.Time      `json:"finished_at,omitempty"`
+	Escalation        *Escalation     `json:"escalation,omitempty"`
 	// Cancel is the record of a cancel at the provider, from the moment it
 	// is asked for (before anything is sent); nil when none was asked.
 	Cancel *CancelRecord `json:"cancel,omitempty"`
@@ -173,6 +181,7 @@ type Operation struct {
 func (o *Operation) Clone() *Operation {
 	c := *o
 	c.ExpectedTerminal = append([]string(nil), o.ExpectedTerminal...)
+	c.Vars = maps.Clone(o.Vars)
 	c.Result = append(json.RawMessage(nil), o.Result...)
 	c.ProviderError = append(json.RawMessage(nil), o.ProviderError...)
 	c.BusinessDeadlineAt = cloneTime(o.BusinessDeadlineAt)

@@ -134,6 +134,7 @@ type sortedData struct {
 	PrevState     string                 `json:"prev_state,omitempty"`
 	ProviderJobID string                 `json:"provider_job_id,omitempty"`
 	RequestID     string                 `json:"provider_request_id,omitempty"`
+	ProviderState string                 `json:"provider_state,omitempty"`
 	RateLimited   int                    `json:"rate_limited_used,omitempty"`
 	Reason        pollwarden.Reason      `json:"reason,omitempty"`
 	RetryAfter    string                 `json:"retry_after,omitempty"`
@@ -147,7 +148,7 @@ func sortedPayload(d pollwarden.EventData) ([]byte, bool) {
 	v := sortedData{Actor: d.Actor, DeadlineAt: d.DeadlineAt, Decision: d.Decision, DelaySource: d.DelaySource,
 		Detail: d.Detail, Elapsed: d.Elapsed, Hint: d.Hint, HTTPStatus: d.HTTPStatus, MaxRequests: d.MaxRequests,
 		NextPollAt: d.NextPollAt, Option: d.Option, PrevState: d.PrevState, ProviderJobID: d.ProviderJobID,
-		RequestID: d.RequestID, RateLimited: d.RateLimited, Reason: d.Reason, RetryAfter: d.RetryAfter,
+		RequestID: d.RequestID, ProviderState: d.ProviderState, RateLimited: d.RateLimited, Reason: d.Reason, RetryAfter: d.RetryAfter,
 		State: d.State, RequestsUsed: d.RequestsUsed, Transport: d.Transport, FailuresUsed: d.FailuresUsed}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -48,7 +48,11 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 	}
 	switch e.Kind {
 	case pollwarden.EventSubmitted:
-		s := fmt.Sprintf("submitted job %s, deadline %s, budget %d (%s)", display.Value(d.ProviderJobID), clock(d.DeadlineAt), d.MaxRequests, display.Text(d.Detail))
+		job := "job " + display.Value(d.ProviderJobID)
+		if d.ProviderJobID == "" {
+			job = "a job by its status URL"
+		}
+		s := fmt.Sprintf("submitted %s, deadline %s, budget %d (%s)", job, clock(d.DeadlineAt), d.MaxRequests, display.Text(d.Detail))
 		if d.Actor != nil {
 			s += " by " + actorName(d.Actor)
 		}
@@ -62,10 +66,17 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 	case pollwarden.EventHintRejected:
 		return "rejected provider guidance: " + display.Text(d.Hint)
 	case pollwarden.EventStateChanged:
-		if d.PrevState == "" {
-			return "state is now " + display.Value(d.State)
+		said := ""
+		if d.ProviderState != "" {
+			said = " (provider said " + display.Value(d.ProviderState) + ")"
 		}
-		return fmt.Sprintf("state changed %s → %s", display.Value(d.PrevState), display.Value(d.State))
+		switch {
+		case d.PrevState == "":
+			return "state is now " + display.Value(d.State) + said
+		case d.PrevState == d.State:
+			return "state is still " + display.Value(d.State) + said
+		}
+		return fmt.Sprintf("state changed %s → %s%s", display.Value(d.PrevState), display.Value(d.State), said)
 	case pollwarden.EventSucceeded:
 		return fmt.Sprintf("succeeded after %d of %d status requests, %s elapsed", d.RequestsUsed, d.MaxRequests, d.Elapsed)
 	case pollwarden.EventFinished:
@@ -115,6 +126,9 @@ func responseLine(d pollwarden.EventData, clock func(*time.Time) string) string 
 		b.WriteString(")")
 	case d.HTTPStatus >= 200 && d.HTTPStatus < 300 && d.State != "":
 		b.WriteString("polled, state " + display.Value(d.State))
+		if d.ProviderState != "" {
+			b.WriteString(" (provider said " + display.Value(d.ProviderState) + ")")
+		}
 	default:
 		fmt.Fprintf(&b, "received %d", d.HTTPStatus)
 	}

@@ -18,20 +18,27 @@ func (env Env) loadContract(arg string) (*contract.Extractor, error) {
 	}
 	path := arg
 	if _, err := os.Stat(arg); err != nil && !strings.ContainsAny(arg, `/\`) && !strings.Contains(arg, ".") {
-		dir := env.lookup("POLLWARDEN_CONTRACTS")
-		if dir == "" {
-			return nil, usage(fmt.Errorf("contract %q: no such file, and POLLWARDEN_CONTRACTS is not set to look it up by name", arg))
-		}
 		path = ""
-		for _, ext := range []string{".yaml", ".yml", ".json"} {
-			p := filepath.Join(dir, arg+ext)
-			if _, err := os.Stat(p); err == nil {
-				path = p
-				break
+		if dir := env.lookup("POLLWARDEN_CONTRACTS"); dir != "" {
+			for _, ext := range []string{".yaml", ".yml", ".json"} {
+				p := filepath.Join(dir, arg+ext)
+				if _, err := os.Stat(p); err == nil {
+					path = p
+					break
+				}
 			}
 		}
 		if path == "" {
-			return nil, usage(fmt.Errorf("contract %q: not found in %s", arg, dir))
+			// No loaded file of that name: a built-in, if there is one.
+			ex, err := contract.Builtin(arg)
+			if err != nil {
+				where := "POLLWARDEN_CONTRACTS is not set"
+				if dir := env.lookup("POLLWARDEN_CONTRACTS"); dir != "" {
+					where = "not found in " + dir
+				}
+				return nil, usage(fmt.Errorf("contract %q: no such file (%s), and %v", arg, where, err))
+			}
+			return ex, nil
 		}
 	}
 	c, err := contract.Load(path)

@@ -3,8 +3,11 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/spf13/cobra"
 )
@@ -30,6 +33,31 @@ func contractCmd(env Env) *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(check)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the built-in contracts, each with what it waits for",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			for _, in := range builtin.List() {
+				fmt.Fprintf(tw, "%s\t%s\n", in.Name, in.Description)
+			}
+			return tw.Flush()
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print a built-in contract as YAML (a starting point, or a base for extends:)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, ok := builtin.Source(args[0])
+			if !ok {
+				return usage(fmt.Errorf("no built-in contract %q (built-ins: %s)", args[0], strings.Join(builtin.Names(), ", ")))
+			}
+			_, err := env.Stdout.Write(data)
+			return err
+		},
+	}
+	c.AddCommand(check, list, show)
 	return c
 }

@@ -22,6 +22,7 @@ import (
 type waitFlags struct {
 	contract, jobID, statusURL, opID, deadline, store string
 	auditKey                                          string
+	vars                                              []string
 	maxRequests, maxFailures                          int
 	json, quiet                                       bool
 }
@@ -48,6 +49,7 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 	fl.StringVar(&f.contract, "contract", "", "contract file, or a contract name looked up in $POLLWARDEN_CONTRACTS")
 	fl.StringVar(&f.jobID, "job-id", "", "the provider's job id, substituted into the contract's status URL")
 	fl.StringVar(&f.statusURL, "status-url", "", "the job's status URL as the provider returned it (its scheme, host and port must be one of the contract's origins)")
+	fl.StringArrayVar(&f.vars, "var", nil, "NAME=VALUE for a variable the contract declares (repeatable)")
 	fl.StringVar(&f.opID, "operation-id", "", "operation id; an existing one is resumed with its counters")
 	fl.StringVar(&f.deadline, "deadline", "", "deadline as a duration from now (40m) or an RFC 3339 time; may only lower the contract's")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
@@ -75,6 +77,14 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 			return usage(fmt.Errorf("--status-url: %w", err))
 		}
 	}
+	if p.Vars, err = contract.OperationVars(ct, p.Vars, p.StatusURL != ""); err != nil {
+		return usage(fmt.Errorf("--var: %w", err))
+	}
+	if p.ProviderJobID != "" {
+		if _, err := contract.StatusURLFor(ct, p.ProviderJobID, p.Vars); err != nil {
+			return usage(fmt.Errorf("--job-id: %w", err))
+		}
+	}
 	if err := env.credentialAvailable(ct); err != nil {
 		return usage(err)
 	}
@@ -86,7 +96,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		if ct.Status.Credential != nil {
 			cred = ct.Status.Credential.Ref
 		}
-		p.ID = ct.Name + "-" + policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred)[:12]
+		p.ID = ct.Name + "-" + policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars)[:12]
 	}
 	p.Owner = env.localOwner("cli")
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
@@ -127,6 +137,11 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 func (f waitFlags) params(cmd *cobra.Command, now time.Time) (policy.NewParams, error) {
 	p := policy.NewParams{ID: f.opID, ProviderJobID: f.jobID, StatusURL: f.statusURL}
 	var problems []string
+	vars, err := parseVarFlags(f.vars)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	p.Vars = vars
 	if (f.jobID == "") == (f.statusURL == "") {
 		problems = append(problems, "give exactly one of --job-id and --status-url")
 	}
@@ -201,4 +216,33 @@ func newRand() *rand.Rand {
 	var b [16]byte
 	_, _ = crand.Read(b[:])
 	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])))
+}
+
+// parseVarFlags reads repeated --var NAME=VALUE flags; a name given twice
+// is refused rather than one value silently winning.
+func parseVarFlags(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, kv := range flags {
+		name, val, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || name == "":
+			return nil, fmt.Errorf("--var %s: want NAME=VALUE", clipArg(kv))
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--var %s is given twice", clipArg(name))
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
+// clipArg shortens a command-line value for an error message.
+func clipArg(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
 }

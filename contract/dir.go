@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 )
 
 // Set is the contracts of one directory, by name: what `pollwarden serve
@@ -24,6 +25,9 @@ type Set struct {
 
 	mu     sync.RWMutex
 	byName map[string]*Extractor
+	// builtins caches the built-ins asked for by name; they never change
+	// while the process runs, so a reload keeps them.
+	builtins map[string]*Extractor
 }
 
 // SetError is the error of a directory that cannot be loaded: every
@@ -79,12 +83,29 @@ func (s *Set) Reload() error {
 	return nil
 }
 
-// Get returns the compiled contract called name.
+// Get returns the compiled contract called name: a loaded file of that
+// name, else the built-in of that name.
 func (s *Set) Get(name string) (*Extractor, bool) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	ex, ok := s.byName[name]
-	return ex, ok
+	if !ok {
+		ex, ok = s.builtins[name]
+	}
+	s.mu.RUnlock()
+	if ok {
+		return ex, true
+	}
+	ex, err := Builtin(name)
+	if err != nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	if s.builtins == nil {
+		s.builtins = map[string]*Extractor{}
+	}
+	s.builtins[name] = ex
+	s.mu.Unlock()
+	return ex, true
 }
 
 // Names returns the contract names, sorted.
@@ -128,6 +149,9 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 	byName := map[string]*Extractor{}
 	firstFile := map[string]string{}
 	var bad []*Problems
+	var paths []string
+	texts := map[string][]byte{}    // path -> text
+	byContract := map[string]Base{} // contract name -> first file with it
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".yaml") || strings.HasPrefix(name, ".") {
@@ -140,7 +164,31 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 			}
 			continue
 		}
-		ex, line, err := loadFile(path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			bad = append(bad, &Problems{File: path, List: []Problem{{Msg: err.Error()}}})
+			continue
+		}
+		paths = append(paths, path)
+		texts[path] = data
+		if root, probs := document(data); len(probs) == 0 {
+			if n := topName(root); validName(n) {
+				if _, dup := byContract[n]; !dup {
+					byContract[n] = Base{Source: path, Data: data}
+				}
+			}
+		}
+	}
+	loaded := BaseLookup(func(name string, skip func(string) bool) (Base, bool) {
+		b, ok := byContract[name]
+		if !ok || skip(b.Source) {
+			return Base{}, false
+		}
+		return b, true
+	})
+	lookup := loaded.Then(Builtins)
+	for _, path := range paths {
+		ex, line, err := compileFile(path, texts[path], lookup)
 		if err != nil {
 			bad = append(bad, asProblems(path, err))
 			continue
@@ -163,14 +211,10 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 	return byName, nil
 }
 
-// loadFile parses and compiles one file, returning the line of its name
-// key so a duplicate name can be pointed at.
-func loadFile(path string) (*Extractor, int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	c, err := Parse(data)
+// compileFile parses and compiles one file's text, returning the line of
+// its name key so a duplicate name can be pointed at.
+func compileFile(path string, data []byte, lookup BaseLookup) (*Extractor, int, error) {
+	c, err := ParseFrom(data, path, lookup)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -206,4 +250,17 @@ func nameLine(data []byte) int {
 		}
 	}
 	return 0
+}
+
+// Builtin parses and compiles the built-in contract called name.
+func Builtin(name string) (*Extractor, error) {
+	data, ok := builtin.Source(name)
+	if !ok {
+		return nil, refusef("no built-in contract %s (built-ins: %s)", clip(name), strings.Join(builtin.Names(), ", "))
+	}
+	c, err := ParseFrom(data, "builtin:"+name, Builtins)
+	if err != nil {
+		return nil, fmt.Errorf("built-in contract %s: %w", name, err)
+	}
+	return Compile(c)
 }

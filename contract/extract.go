@@ -1,9 +1,11 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jmespath/go-jmespath"
 
@@ -21,6 +23,9 @@ type Extractor struct {
 	pollAfter *jmespath.JMESPath
 	nextCheck *jmespath.JMESPath
 	expires   *jmespath.JMESPath
+	raw       *jmespath.JMESPath
+	// rlPaths holds the rate_limit body paths, by expression.
+	rlPaths map[string]*jmespath.JMESPath
 }
 
 type compiledField struct {
@@ -55,6 +60,18 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	x.pollAfter = compile("hints.poll_after_seconds", c.Hints.PollAfterSeconds, true)
 	x.nextCheck = compile("hints.next_check_at", c.Hints.NextCheckAt, true)
 	x.expires = compile("hints.job_expires_at", c.Hints.JobExpiresAt, true)
+	x.raw = compile("state.raw", c.State.RawPath, true)
+	if rl := c.RateLimit; rl != nil {
+		x.rlPaths = map[string]*jmespath.JMESPath{}
+		for i, s := range rl.When {
+			if s.Path != "" {
+				x.rlPaths[s.Path] = compile(fmt.Sprintf("rate_limit.when[%d].path", i), s.Path, false)
+			}
+		}
+		if rl.RetryAfterPath != "" {
+			x.rlPaths[rl.RetryAfterPath] = compile("rate_limit.retry_after", rl.RetryAfterPath, false)
+		}
+	}
 	if err := problemsOf(probs); err != nil {
 		return nil, err
 	}
@@ -84,7 +101,10 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 		f.Problem = fmt.Sprintf("state path %q gave nothing", x.c.State.Path)
 	default:
 		if s, ok := v.(string); ok {
-			f.State, f.HasState = s, true
+			f.State, f.HasState = x.canonical(s), true
+			if s != f.State {
+				f.ProviderState = s
+			}
 		} else {
 			f.Problem = fmt.Sprintf("state path %q gave %s, not a string", x.c.State.Path, jsonType(v))
 		}
@@ -102,9 +122,16 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 			f.Error = raw
 		}
 	}
-	f.PollAfter = value(x.pollAfter, doc)
-	f.NextCheckAt = value(x.nextCheck, doc)
-	f.JobExpiresAt = value(x.expires, doc)
+	if x.raw != nil {
+		f.ProviderState = rawText(value(x.raw, doc))
+	}
+	if f.ProviderState == f.State {
+		f.ProviderState = ""
+	}
+	h := x.c.Hints
+	f.PollAfter = delayIn(value(x.pollAfter, doc), h.PollAfterUnit)
+	f.NextCheckAt = timeIn(value(x.nextCheck, doc), h.NextCheckAtUnit)
+	f.JobExpiresAt = timeIn(value(x.expires, doc), h.JobExpiresAtUnit)
 	return f
 }
 
@@ -148,4 +175,59 @@ func jsonType(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("a %T", v)
+}
+
+// canonical is the state as the contract lists it: under case_insensitive
+// a provider's "running" is recorded as the listed "Running", so every
+// later comparison (terminal states, the story) sees one spelling.
+func (x *Extractor) canonical(s string) string {
+	t := x.c.State
+	if !t.CaseInsensitive {
+		return s
+	}
+	for _, list := range [][]string{t.Pending, t.Success, t.Failure, t.Cancelled, t.Expired} {
+		for _, v := range list {
+			if strings.EqualFold(v, s) {
+				return v
+			}
+		}
+	}
+	return s
+}
+
+// ExtractAnswer is Extract for an answer with HTTP status code: when the
+// contract maps the code to a state, that is the state, and the body
+// (often empty) is read only for result fields and hints.
+func (x *Extractor) ExtractAnswer(code int, body []byte) pollwarden.BodyFacts {
+	st, mapped := x.c.State.StatusCodes[code]
+	if !mapped {
+		return x.Extract(body)
+	}
+	var f pollwarden.BodyFacts
+	if len(bytes.TrimSpace(body)) > 0 {
+		f = x.Extract(body)
+	}
+	f.Problem, f.State, f.HasState, f.FromStatus = "", st, true, true
+	return f
+}
+
+// rawText writes the provider's own value for the record: a string as it
+// is, anything else as JSON (null, true, a list of condition types),
+// clipped so a large value cannot fill the record.
+func rawText(v any) string {
+	if v == nil {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		s = string(b)
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
 }

@@ -16,6 +16,16 @@ import (
 // instead of stopping at the first, so a report is complete.
 type decoder struct {
 	probs []Problem
+	// known lists the variables URL templates may use: {job_id} and the
+	// contract's declared vars.
+	known []string
+	// base is base_url without a trailing slash, and baseOrigin its
+	// origin; empty when the contract has none.
+	base       string
+	baseOrigin Origin
+	// baseBad is set when base_url was given but refused: then the path
+	// templates under it are not reported a second time.
+	baseBad bool
 }
 
 func (d *decoder) addf(line int, path, format string, args ...any) {
@@ -136,6 +146,9 @@ func (d *decoder) object(path string, line int, n *yaml.Node, known []string) *o
 }
 
 func (o *object) child(key string) string { return join(o.path, key) }
+
+// has reports whether key was written (even as null).
+func (o *object) has(key string) bool { _, ok := o.ents[key]; return ok }
 
 // get returns the key's value unless it is absent or null; a required
 // key that is missing is reported.

@@ -134,7 +134,8 @@ func checkPort(s string) (int, error) {
 }
 
 // AllowedOrigins lists where the contract's credential may go: the origin
-// of status.url, then each allowed_hosts entry. A bare host entry takes
+// of base_url when there is one, that of status.url, then each
+// allowed_hosts entry. A bare host entry takes
 // status.url's scheme and port; a full entry ("https://host:port") is
 // itself. Without a readable status.url, bare entries allow nothing.
 func AllowedOrigins(c *pollwarden.Contract) []Origin {
@@ -147,6 +148,11 @@ func AllowedOrigins(c *pollwarden.Contract) []Origin {
 			}
 		}
 		out = append(out, o)
+	}
+	if c.BaseURL != "" {
+		if o, err := ParseOrigin(c.BaseURL); err == nil {
+			add(o)
+		}
 	}
 	if haveBase {
 		add(base)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -29,13 +31,15 @@ const (
 )
 
 // Load reads and parses the contract file at path. A *Problems error
-// names the file on every line.
+// names the file on every line. Its `extends:` may name another contract
+// of the same directory (NAME.yaml) or a built-in, in that order.
 func Load(path string) (*pollwarden.Contract, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read contract: %w", err)
 	}
-	c, err := Parse(data)
+	path = filepath.Clean(path)
+	c, err := ParseFrom(data, path, siblings(filepath.Dir(path)).Then(Builtins))
 	if ps, ok := errors.AsType[*Problems](err); ok {
 		ps.File = path
 	}
@@ -44,12 +48,25 @@ func Load(path string) (*pollwarden.Contract, error) {
 
 // Parse reads a contract from YAML (or JSON, which is YAML) and checks it.
 // On failure the error is a *Problems listing every problem with its line.
+// An `extends:` may name a built-in.
 func Parse(data []byte) (*pollwarden.Contract, error) {
+	return ParseFrom(data, "", Builtins)
+}
+
+// ParseFrom is Parse with the place the text came from (a file path or
+// "builtin:NAME", "" when none) and where its `extends:` bases are found.
+// The merged contract is checked as a whole.
+func ParseFrom(data []byte, source string, lookup BaseLookup) (*pollwarden.Contract, error) {
 	root, probs := document(data)
 	if len(probs) > 0 {
 		return nil, problemsOf(probs)
 	}
 	d := &decoder{}
+	var chain []string
+	if source != "" {
+		chain = []string{source}
+	}
+	root = d.extend(root, lookup, chain, []string{topName(root)})
 	c := d.contract(root)
 	if err := problemsOf(d.probs); err != nil {
 		return nil, err
@@ -83,15 +100,26 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit",
 	})
 	if top.bad {
 		return nil
 	}
-	status := top.obj("status", true, "url", "method", "unsafe_method", "headers",
+	vars := d.vars(top.obj("vars", false))
+	d.known = templateVars(vars)
+	baseBad := false
+	if b, o, ok := d.baseURL(top); ok {
+		d.base, d.baseOrigin = b, o
+	} else if _, given := top.get("base_url", false); given {
+		baseBad = true
+	}
+	d.baseBad = baseBad
+	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
 		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header")
-	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted")
+	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	c := &pollwarden.Contract{
+		Vars:    vars,
+		BaseURL: d.base,
 		Version: d.version(top),
 		Name:    d.name(top),
 		Status:  d.status(status),
@@ -105,6 +133,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
+	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	return c
 }
 
@@ -129,11 +158,45 @@ func (d *decoder) name(top *object) string {
 }
 
 func (d *decoder) hints(o *object) pollwarden.HintPaths {
-	return pollwarden.HintPaths{
-		PollAfterSeconds: d.optPath(o, "poll_after_seconds"),
-		NextCheckAt:      d.optPath(o, "next_check_at"),
-		JobExpiresAt:     d.optPath(o, "job_expires_at"),
+	var h pollwarden.HintPaths
+	delays := []pollwarden.HintUnit{pollwarden.UnitSeconds, pollwarden.UnitMilliseconds, pollwarden.UnitDuration}
+	times := []pollwarden.HintUnit{pollwarden.UnitRFC3339, pollwarden.UnitUnixSeconds, pollwarden.UnitUnixMilliseconds}
+	h.PollAfterSeconds, h.PollAfterUnit = d.hint(o, "poll_after_seconds", delays)
+	h.NextCheckAt, h.NextCheckAtUnit = d.hint(o, "next_check_at", times)
+	h.JobExpiresAt, h.JobExpiresAtUnit = d.hint(o, "job_expires_at", times)
+	return h
+}
+
+// hint decodes one hint: a JMESPath in the default unit, or {path, unit}.
+func (d *decoder) hint(o *object, key string, units []pollwarden.HintUnit) (string, pollwarden.HintUnit) {
+	v, ok := o.get(key, false)
+	if !ok {
+		return "", ""
 	}
+	if v.Kind != yaml.MappingNode {
+		return d.optPath(o, key), ""
+	}
+	ho := o.obj(key, false, "path", "unit")
+	p := d.optPath(ho, "path")
+	if p == "" {
+		ho.get("path", true)
+	}
+	u, line, ok := ho.str("unit", false)
+	if !ok {
+		return p, ""
+	}
+	if !slices.Contains(units, pollwarden.HintUnit(u)) {
+		names := make([]string, len(units))
+		for i, x := range units {
+			names[i] = string(x)
+		}
+		d.addf(line, ho.child("unit"), "must be one of %s, got %s", strings.Join(names, ", "), clip(u))
+		return p, ""
+	}
+	if u == string(units[0]) {
+		return p, ""
+	}
+	return p, pollwarden.HintUnit(u)
 }
 
 func (d *decoder) backoff(o *object) pollwarden.Backoff {
@@ -162,7 +225,11 @@ func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 		ExtensionRequests: ext.limit("status_requests", defaultExtensionChecks),
 	}
 	if s, line, ok := o.str("console_url", false); ok {
-		if _, msg := checkTemplate(s, jobIDVar); msg != "" {
+		s, msg := d.resolve(s)
+		if msg == "" {
+			_, msg = checkTemplate(s, d.known...)
+		}
+		if msg != "" && !d.baseBad {
 			d.addf(line, o.child("console_url"), "%s", msg)
 		}
 		e.ConsoleURL = s
@@ -178,9 +245,14 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	}
 	a := &pollwarden.Action{Method: "POST"}
 	if s, line, ok := o.str("url", true); ok {
+		s, msg := d.resolve(s)
 		a.URL = s
-		origin, msg := checkTemplate(s, jobIDVar)
+		var origin Origin
+		if msg == "" {
+			origin, msg = checkTemplate(s, d.known...)
+		}
 		switch {
+		case msg != "" && d.baseBad:
 		case msg != "":
 			d.addf(line, o.child("url"), "%s", msg)
 		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):
@@ -209,4 +281,42 @@ func validName(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// topName is the value of a mapping's name key, for messages; "?" when
+// it has none.
+func topName(root *yaml.Node) string {
+	root = resolve(root)
+	if root != nil && root.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if k, v := resolve(root.Content[i]), resolve(root.Content[i+1]); k != nil && k.Value == "name" && v != nil && v.Kind == yaml.ScalarNode {
+				return v.Value
+			}
+		}
+	}
+	return "(this file)"
+}
+
+// siblings finds a base as dir/NAME.yaml (or .yml), when that file's own
+// name is NAME.
+func siblings(dir string) BaseLookup {
+	return func(name string, skip func(string) bool) (Base, bool) {
+		if !validName(name) {
+			return Base{}, false
+		}
+		for _, ext := range []string{".yaml", ".yml"} {
+			p := filepath.Join(dir, name+ext)
+			if skip(p) {
+				continue
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			if root, probs := document(data); len(probs) == 0 && topName(root) == name {
+				return Base{Source: p, Data: data}, true
+			}
+		}
+		return Base{}, false
+	}
 }

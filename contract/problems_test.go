@@ -49,7 +49,7 @@ func TestParseBad(t *testing.T) {
 		{"missing state.path", strings.Replace(base, "  path: status\n", "", 1), 5, "state.path", "missing (required)"},
 		{"missing state", base[:strings.Index(base, "state:")], 1, "state", "missing (required)"},
 		{"missing url", strings.Replace(base, "  url: https://api.example.com/jobs/{job_id}\n", "  method: GET\n", 1), 3, "status.url", "missing (required)"},
-		{"relative url", strings.Replace(base, "https://api.example.com", "", 1), 4, "status.url", "absolute http or https"},
+		{"relative url", strings.Replace(base, "https://api.example.com", "", 1), 4, "status.url", "a path template needs base_url"},
 		{"ftp url", strings.Replace(base, "https://", "ftp://", 1), 4, "status.url", "absolute http or https"},
 		{"userinfo url", strings.Replace(base, "https://", "https://u:p@", 1), 4, "status.url", "user credentials"},
 		{"placeholder in host", strings.Replace(base, "api.example.com", "{job_id}.example.com", 1), 4, "status.url", "may not set the scheme, host or port"},

@@ -2,6 +2,8 @@ package contract
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jmespath/go-jmespath"
 	"go.yaml.in/yaml/v3"
@@ -17,12 +19,18 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 		d.checkPath(line, o.child("path"), p)
 		t.Path = p
 	}
-	first := map[string]string{} // value -> "state.<class>" where first listed
+	t.CaseInsensitive = o.boolean("case_insensitive")
+	t.RawPath = d.optPath(o, "raw")
+	first := map[string]string{} // value (folded when case-insensitive) -> "state.<class>" where first listed
 	class := func(key string) []string {
 		var out []string
 		for _, it := range o.strs(key) {
 			v := it.node.Value
-			switch prev, dup := first[v]; {
+			k := v
+			if t.CaseInsensitive {
+				k = strings.ToLower(v)
+			}
+			switch prev, dup := first[k]; {
 			case v == "":
 				d.addf(it.line, it.path, "a state value may not be empty")
 			case dup && prev == o.child(key):
@@ -30,7 +38,7 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 			case dup:
 				d.addf(it.line, it.path, "%s is already listed in %s; a value may appear in only one list", clip(v), prev)
 			default:
-				first[v] = o.child(key)
+				first[k] = o.child(key)
 				out = append(out, v)
 			}
 		}
@@ -49,6 +57,7 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 			d.addf(o.lineOf(key), o.child(key), "at least one %s value is required", key)
 		}
 	}
+	t.StatusCodes = d.statusCodes(o.obj("status_codes", false), first, t.CaseInsensitive)
 	if u, line, ok := o.str("unlisted", false); ok {
 		switch u {
 		case "stop":
@@ -121,4 +130,37 @@ func compileExpr(expr string) (jp *jmespath.JMESPath, err error) {
 		return nil, fmt.Errorf("not a valid JMESPath expression %s: %v", clip(expr), err)
 	}
 	return jp, nil
+}
+
+// statusCodes decodes state.status_codes: HTTP status → a listed state.
+// Only 2xx, 404 and 410 may be mapped: 401, 403, 429 and 5xx keep their
+// own meaning (authorization, rate limit, transport failure), which a
+// contract must not hide.
+func (d *decoder) statusCodes(o *object, listed map[string]string, fold bool) map[int]string {
+	if !o.present {
+		return nil
+	}
+	out := map[int]string{}
+	for _, key := range o.keys {
+		line := o.lineOf(key)
+		code, err := strconv.Atoi(key)
+		if err != nil || !(code >= 200 && code <= 299 || code == 404 || code == 410) {
+			d.addf(line, o.child(key), "must be an HTTP status 200 to 299, 404 or 410 (401, 403, 429 and 5xx keep their meaning)")
+			continue
+		}
+		v, vline, ok := o.str(key, true)
+		if !ok {
+			continue
+		}
+		k := v
+		if fold {
+			k = strings.ToLower(v)
+		}
+		if _, isListed := listed[k]; !isListed {
+			d.addf(vline, o.child(key), "%s is in none of the state lists", clip(v))
+			continue
+		}
+		out[code] = v
+	}
+	return out
 }

@@ -13,10 +13,16 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	var base Origin
 	raw, urlLine, urlOK := o.str("url", true)
 	if urlOK {
-		s.URL = raw
 		var msg string
-		if base, msg = checkTemplate(raw, jobIDVar); msg != "" {
-			d.addf(urlLine, o.child("url"), "%s", msg)
+		raw, msg = d.resolve(raw)
+		s.URL = raw
+		if msg == "" {
+			base, msg = checkTemplate(raw, d.known...)
+		}
+		if msg != "" {
+			if !d.baseBad {
+				d.addf(urlLine, o.child("url"), "%s", msg)
+			}
 			urlOK = false
 		}
 	}
@@ -25,15 +31,28 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 		s.Method, methodLine = d.method(line, o.child("method"), m), line
 	}
 	unsafe := o.boolean("unsafe_method")
+	declared := o.boolean("safe")
 	safe := s.Method == "GET" || s.Method == "HEAD"
 	switch {
-	case !safe && !unsafe:
+	case declared && unsafe:
+		d.addf(o.lineOf("safe"), o.child("safe"), "safe and unsafe_method contradict each other; keep one")
+	case declared && safe:
+		d.addf(o.lineOf("safe"), o.child("safe"), "method %s is safe already; remove safe", s.Method)
+	case !safe && !unsafe && !declared:
 		d.addf(methodLine, o.child("method"), "%s is not a safe method: a status call must only observe; "+
-			"add unsafe_method: true to accept that every call then needs approval", s.Method)
+			"add safe: true if the provider documents this call as a read, or unsafe_method: true to accept that every call then needs approval", s.Method)
 	case safe && unsafe:
 		d.addf(o.lineOf("unsafe_method"), o.child("unsafe_method"), "method %s is safe; remove unsafe_method", s.Method)
 	}
-	s.UnsafeMethod = unsafe && !safe
+	s.UnsafeMethod = unsafe && !safe && !declared
+	s.Safe = declared && !safe && !unsafe
+	if v, ok := o.get("body", false); ok {
+		if safe {
+			d.addf(o.lineOf("body"), o.child("body"), "a %s status call sends no body; use another method or remove body", s.Method)
+		} else {
+			s.Body = d.body(o.child("body"), v)
+		}
+	}
 	s.Credential = d.credential(o.obj("credential", false, "header", "scheme", "secret"))
 	s.Headers = d.headers(o.obj("headers", false), s.Credential)
 	s.Timeout, _ = o.duration("timeout", defaultTimeout, false)
@@ -48,7 +67,7 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	switch {
 	case s.AllowedHosts == nil && urlOK:
 		s.AllowedHosts = []string{base.Host}
-	case urlOK && !originListed(s, base):
+	case urlOK && !originListed(s, base) && !(d.base != "" && base == d.baseOrigin):
 		d.addf(urlLine, o.child("url"), "origin %s is not in status.allowed_hosts", base)
 	}
 	return s

@@ -19,6 +19,21 @@ func Summary(c *pollwarden.Contract) string {
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	s := c.Status
 	line("contract %s (version %d)", c.Name, c.Version)
+	if c.BaseURL != "" {
+		line("base url:   %s (path templates go under it)", c.BaseURL)
+	}
+	if len(c.Vars) > 0 {
+		vs := []string{}
+		for _, n := range templateVars(c.Vars)[1:] {
+			v := c.Vars[n]
+			d := ""
+			if v.HasDefault {
+				d = ", default " + v.Default
+			}
+			vs = append(vs, fmt.Sprintf("%s (pattern %s%s)", n, v.Pattern, d))
+		}
+		line("variables:  %s", strings.Join(vs, "; "))
+	}
 	origins := []string{}
 	for _, o := range AllowedOrigins(c) {
 		origins = append(origins, o.String())
@@ -27,6 +42,12 @@ func Summary(c *pollwarden.Contract) string {
 		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(origins))
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
+	}
+	if s.Safe {
+		line("            %s declared a documented read (safe): no approval per call", s.Method)
+	}
+	if s.Body != "" {
+		line("body:       %s", s.Body)
 	}
 	if cr := s.Credential; cr != nil {
 		scheme := ""

@@ -28,27 +28,34 @@ const jobIDVar = "job_id"
 // RFC 6570 so that it can never change the URL's structure, and checks
 // that the result stays on an allowed origin.
 func StatusURL(c *pollwarden.Contract, jobID string) (string, error) {
+	return StatusURLFor(c, jobID, nil)
+}
+
+// StatusURLFor is StatusURL with the operation's variables (as returned by
+// OperationVars and kept on the record).
+func StatusURLFor(c *pollwarden.Contract, jobID string, vars map[string]string) (string, error) {
 	if c == nil {
 		return "", errors.New("contract: StatusURL: nil contract")
 	}
 	if jobID == "" {
 		return "", refusef("empty job id")
 	}
-	return ExpandURL(c, c.Status.URL, map[string]string{jobIDVar: jobID})
+	return ExpandURL(c, c.Status.URL, withJob(jobID, vars))
 }
 
 // CancelURL fills the contract's cancel URL like StatusURL; an operation
 // created from a status_url has no job id, and a cancel URL that needs one
 // is refused rather than sent with a hole in it.
 func CancelURL(c *pollwarden.Contract, jobID string) (string, error) {
+	return CancelURLFor(c, jobID, nil)
+}
+
+// CancelURLFor is CancelURL with the operation's variables.
+func CancelURLFor(c *pollwarden.Contract, jobID string, vars map[string]string) (string, error) {
 	if c == nil || c.Cancel == nil {
 		return "", refusef("the contract documents no cancel action")
 	}
-	vars := map[string]string{}
-	if jobID != "" {
-		vars[jobIDVar] = jobID
-	}
-	return ExpandURL(c, c.Cancel.URL, vars)
+	return ExpandURL(c, c.Cancel.URL, withJob(jobID, vars))
 }
 
 // ExpandURL expands a URL template of the contract (status, cancel, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -141,7 +142,16 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	}
 	// The request, once reserved, is finished even if the caller is
 	// interrupted, so its answer is persisted rather than lost.
-	resp := c.prober.Status(context.WithoutCancel(ctx), ct, url)
+	body, err := contract.StatusBody(ct, reserved.ProviderJobID, reserved.Vars)
+	if err != nil {
+		return c.failUnsent(reserved, ct, err.Error(), finish)
+	}
+	var resp prober.Response
+	if body != nil {
+		resp = c.prober.StatusWithBody(context.WithoutCancel(ctx), ct, url, body)
+	} else {
+		resp = c.prober.Status(context.WithoutCancel(ctx), ct, url)
+	}
 	switch {
 	case resp.CredentialError != nil:
 		return c.failUnsent(reserved, ct, resp.CredentialError.Error(), finish)
@@ -233,7 +243,7 @@ func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error
 	if op.StatusURL != "" {
 		return op.StatusURL, contract.CheckOrigin(ct, op.StatusURL)
 	}
-	return contract.StatusURL(ct, op.ProviderJobID)
+	return contract.StatusURLFor(ct, op.ProviderJobID, op.Vars)
 }
 
 // observe reduces a response to the facts the core reads.
@@ -243,11 +253,24 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 		Transport: r.Transport, TransportDetail: r.TransportDetail,
 		RetryAfter: r.RetryAfter, RequestID: r.RequestID,
 	}
+	ct := ex.Contract()
+	if r.Transport == "" && !r.BodyTooLarge {
+		at := r.ReceivedAt
+		if at.IsZero() {
+			at = r.SentAt
+		}
+		why, wait := r.RateLimit(ex, at)
+		obs.RateLimitSignal = why
+		if (why != "" || r.Status == http.StatusTooManyRequests) && obs.RetryAfter == "" {
+			obs.RetryAfter = wait
+		}
+	}
+	_, mapped := ct.State.StatusCodes[r.Status]
 	switch {
 	case r.Transport != "":
 	case r.BodyTooLarge:
 		obs.Body.Problem = fmt.Sprintf("body larger than max_body_bytes (%d)", ex.Contract().Status.MaxBodyBytes)
-	case r.Status >= 200 && r.Status < 300:
+	case mapped || r.Status >= 200 && r.Status < 300:
 		obs.Body = r.Facts(ex)
 	}
 	return obs

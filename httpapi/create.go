@@ -15,18 +15,20 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
 // createRequest is the body of POST /v1/operations (SPEC).
 type createRequest struct {
-	OperationID          string `json:"operation_id,omitempty"`
-	Contract             string `json:"contract"`
-	JobID                string `json:"job_id,omitempty"`
-	StatusURL            string `json:"status_url,omitempty"`
-	Deadline             string `json:"deadline,omitempty"`
-	MaxStatusRequests    *int   `json:"max_status_requests,omitempty"`
-	MaxTransportFailures *int   `json:"max_transport_failures,omitempty"`
+	OperationID          string            `json:"operation_id,omitempty"`
+	Contract             string            `json:"contract"`
+	JobID                string            `json:"job_id,omitempty"`
+	StatusURL            string            `json:"status_url,omitempty"`
+	Vars                 map[string]string `json:"vars,omitempty"`
+	Deadline             string            `json:"deadline,omitempty"`
+	MaxStatusRequests    *int              `json:"max_status_requests,omitempty"`
+	MaxTransportFailures *int              `json:"max_transport_failures,omitempty"`
 }
 
 // validID keeps operation ids usable as one URL path segment as they are.
@@ -105,7 +107,8 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 	}
 	ex, ok := a.contracts.Get(req.Contract)
 	if !ok {
-		return nil, p, unprocessable("unknown contract %s (loaded: %s)", clip(req.Contract), strings.Join(a.contracts.Names(), ", "))
+		return nil, p, unprocessable("unknown contract %s (loaded: %s; built-in: %s)", clip(req.Contract),
+			strings.Join(a.contracts.Names(), ", "), strings.Join(builtin.Names(), ", "))
 	}
 	ct := ex.Contract()
 	if a.credentialAvailable != nil {
@@ -115,14 +118,19 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 	}
 	p = policy.NewParams{ID: req.OperationID, ProviderJobID: req.JobID, StatusURL: req.StatusURL, MayRaise: who.Role.CanGrant(),
 		Owner: who.Name, By: &who}
+	vars, varsErr := contract.OperationVars(ct, req.Vars, req.StatusURL != "")
+	if varsErr != nil {
+		problems = append(problems, fmt.Sprintf("vars: %v", varsErr))
+	}
+	p.Vars = vars
 	switch {
 	case (req.JobID == "") == (req.StatusURL == ""):
 		problems = append(problems, "give exactly one of job_id and status_url")
-	case req.JobID != "":
-		if _, err := contract.StatusURL(ct, req.JobID); err != nil {
+	case req.JobID != "" && varsErr == nil:
+		if _, err := contract.StatusURLFor(ct, req.JobID, vars); err != nil {
 			problems = append(problems, fmt.Sprintf("job_id: %v", err))
 		}
-	default:
+	case req.StatusURL != "":
 		if err := contract.CheckOrigin(ct, req.StatusURL); err != nil {
 			problems = append(problems, fmt.Sprintf("status_url: %v", err))
 		}

@@ -130,7 +130,7 @@ func TestCreateRefused(t *testing.T) {
 		"limit above contract":    {map[string]any{"max_status_requests": 6}, "max status requests 6 is above the contract's 5"},
 		"failures above contract": {map[string]any{"max_transport_failures": 9}, "max transport failures 9 is above the contract's 3"},
 		"deadline above contract": {map[string]any{"deadline": "11m"}, "later than the contract's 10m"},
-		"unknown contract":        {map[string]any{"contract": "nope"}, `unknown contract "nope" (loaded: export, plain)`},
+		"unknown contract":        {map[string]any{"contract": "nope"}, `unknown contract "nope" (loaded: export, plain; built-in: anthropic-message-batch, `},
 		"status_url off host": {map[string]any{"job_id": nil, "status_url": "https://evil.example.com/jobs/1"},
 			`status_url: https://evil.example.com is not an allowed origin of contract export`},
 		"status_url with userinfo": {map[string]any{"job_id": nil, "status_url": "http://u:p@127.0.0.1/jobs/1"}, "user credentials"},
@@ -143,6 +143,8 @@ func TestCreateRefused(t *testing.T) {
 		"garbage deadline":         {map[string]any{"deadline": "soon"}, "neither a duration"},
 		"bad operation id":         {map[string]any{"operation_id": "a/b"}, "operation_id"},
 		"no contract":              {map[string]any{"contract": nil}, "contract is required"},
+		"built-in found by name":   {map[string]any{"contract": "openai-batch", "job_id": ".."}, `job_id: value ".." for {job_id} would change the URL's path`},
+		"undeclared variable":      {map[string]any{"vars": map[string]string{"owner": "acme"}}, `vars: variable "owner": contract export declares no variables`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			body := map[string]any{"operation_id": "op-refused", "contract": "export", "job_id": "j"}

@@ -313,9 +313,12 @@ func TestToolErrors(t *testing.T) {
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "job_id": "x", "deadline": "3h"},
 		"deadline", "request_extension")
 	r.toolError("watch_job", map[string]any{"contract": "nope", "job_id": "x"}, "unknown contract", "mcp-test")
+	// A built-in is found by name (refused here only for its job id).
+	r.toolError("watch_job", map[string]any{"contract": "openai-batch", "job_id": ".."}, `job_id: value ".." for {job_id} would change the URL's path`)
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "status_url": "https://evil.example.com/jobs/1"}, "status_url")
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "job_id": "x", "status_url": r.srv.URL() + "/jobs/x"}, "exactly one")
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test"}, "exactly one")
+	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "job_id": "x", "vars": map[string]string{"owner": "acme"}}, `variable "owner"`, "declares no variables")
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "job_id": "x", "bogus": true})
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "job_id": "x", "max_status_requests": "ten"})
 	r.toolError("get_job", map[string]any{"operation_id": "missing"}, "watch_job")

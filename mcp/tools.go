@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
 )
@@ -24,20 +25,25 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 	}
 	ex, ok := s.o.Contracts.Get(in.Contract)
 	if !ok {
-		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s", clip(in.Contract), s.names())
+		return nil, JobAnswer{}, fmt.Errorf("unknown contract %s; loaded contracts: %s; built-in: %s", clip(in.Contract), s.names(), strings.Join(builtin.Names(), ", "))
 	}
 	ct := ex.Contract()
 	now := s.o.Clock.Now()
 	p := policy.NewParams{ID: in.OperationID, ProviderJobID: in.JobID, StatusURL: in.StatusURL}
 	var problems []string
+	vars, varsErr := contract.OperationVars(ct, in.Vars, in.StatusURL != "")
+	if varsErr != nil {
+		problems = append(problems, fmt.Sprintf("vars: %v", varsErr))
+	}
+	p.Vars = vars
 	switch {
 	case (in.JobID == "") == (in.StatusURL == ""):
 		problems = append(problems, "give exactly one of job_id and status_url")
-	case in.JobID != "":
-		if _, err := contract.StatusURL(ct, in.JobID); err != nil {
+	case in.JobID != "" && varsErr == nil:
+		if _, err := contract.StatusURLFor(ct, in.JobID, vars); err != nil {
 			problems = append(problems, fmt.Sprintf("job_id: %v", err))
 		}
-	default:
+	case in.StatusURL != "":
 		if err := contract.CheckOrigin(ct, in.StatusURL); err != nil {
 			problems = append(problems, fmt.Sprintf("status_url: %v", err))
 		}
@@ -84,7 +90,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		if ct.Status.Credential != nil {
 			cred = ct.Status.Credential.Ref
 		}
-		p.ID = derivedID(ct.Name, policy.Fingerprint(ct, p.ProviderJobID, p.StatusURL, cred), who)
+		p.ID = derivedID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars), who)
 	}
 	p.Owner = s.owner(who)
 	if who.remote { // a token is named as the creator; the stdio server is the operator's own

@@ -9,12 +9,13 @@ import (
 
 // WatchJobIn is watch_job's input.
 type WatchJobIn struct {
-	Contract          string `json:"contract" jsonschema:"name of a loaded contract (see this tool's description)"`
-	JobID             string `json:"job_id,omitempty" jsonschema:"the provider's job id; give this or status_url"`
-	StatusURL         string `json:"status_url,omitempty" jsonschema:"the job's status URL as the provider returned it; its scheme, host and port must be one of the contract's origins; give this or job_id"`
-	OperationID       string `json:"operation_id,omitempty" jsonschema:"your id for this wait; omit it to get one derived from the contract and job, so a repeated call resumes"`
-	Deadline          string `json:"deadline,omitempty" jsonschema:"a duration from now (40m) or an RFC 3339 time; may only lower the contract's deadline"`
-	MaxStatusRequests *int   `json:"max_status_requests,omitempty" jsonschema:"at least 1; may only lower the contract's budget"`
+	Contract          string            `json:"contract" jsonschema:"name of a loaded contract (see this tool's description)"`
+	JobID             string            `json:"job_id,omitempty" jsonschema:"the provider's job id; give this or status_url"`
+	StatusURL         string            `json:"status_url,omitempty" jsonschema:"the job's status URL as the provider returned it; its scheme, host and port must be one of the contract's origins; give this or job_id"`
+	Vars              map[string]string `json:"vars,omitempty" jsonschema:"values for the variables the contract declares (such as owner and repo), each matching its pattern"`
+	OperationID       string            `json:"operation_id,omitempty" jsonschema:"your id for this wait; omit it to get one derived from the contract and job, so a repeated call resumes"`
+	Deadline          string            `json:"deadline,omitempty" jsonschema:"a duration from now (40m) or an RFC 3339 time; may only lower the contract's deadline"`
+	MaxStatusRequests *int              `json:"max_status_requests,omitempty" jsonschema:"at least 1; may only lower the contract's budget"`
 }
 
 // OperationIn names one operation.

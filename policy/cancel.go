@@ -215,7 +215,7 @@ func abandonAfterCancel(next *pollwarden.Operation, c *pollwarden.Contract, data
 	}
 	if len(opts) == 0 && c.Escalation.ConsoleURL != "" {
 		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, next.ProviderJobID)})
+			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, next)})
 	}
 	next.Escalation.Options = opts
 	why := fmt.Sprintf("abandoned after a cancel at the provider (%s): nothing more is sent; the job's end was not observed, so the operation stays escalated, not failed",

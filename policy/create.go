@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,9 @@ type NewParams struct {
 	ID            string
 	ProviderJobID string
 	StatusURL     string
+	// Vars are the contract's template variables for this job, already
+	// checked (contract.OperationVars); they are recorded and fingerprinted.
+	Vars map[string]string
 	// Deadline, when set, is the workflow's deadline for this operation.
 	Deadline             time.Time
 	MaxStatusRequests    int
@@ -82,7 +87,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		ExpectedTerminal: c.TerminalStates(), StartedAt: now, DeadlineAt: deadline,
 		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
 		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
-		RequestDigest: p.RequestDigest, Owner: p.Owner,
+		RequestDigest: p.RequestDigest, Owner: p.Owner, Vars: maps.Clone(p.Vars),
 	}
 	if p.Rand != nil {
 		op.JitterFactor = DrawFactor(p.Rand)
@@ -94,13 +99,16 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	if cr := c.Status.Credential; cr != nil {
 		op.CredentialName = cr.Ref
 	}
-	op.Fingerprint = Fingerprint(c, op.ProviderJobID, op.StatusURL, op.CredentialName)
+	op.Fingerprint = FingerprintVars(c, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Vars)
 	op.ContractDigest = ContractDigest(c)
 	dl := op.DeadlineAt
+	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)
+	if len(op.Vars) > 0 {
+		detail += "; " + VarsText(op.Vars)
+	}
 	ev := newEvent(op, now, pollwarden.EventSubmitted, pollwarden.EventData{
-		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq,
-		Detail: fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited),
-		Actor:  cloneActor(p.By),
+		ProviderJobID: op.ProviderJobID, DeadlineAt: &dl, MaxRequests: maxReq, Detail: detail,
+		Actor: cloneActor(p.By),
 	})
 	return op, []pollwarden.Event{ev}, nil
 }
@@ -134,9 +142,33 @@ func pickLimit(problems *[]string, name string, asked, contract int, mayRaise bo
 // job and credential name (never the secret). A resume whose fingerprint
 // differs would poll another job and is refused (R4).
 func Fingerprint(c *pollwarden.Contract, jobID, statusURL, credential string) string {
+	return FingerprintVars(c, jobID, statusURL, credential, nil)
+}
+
+// FingerprintVars is Fingerprint over the operation's template variables
+// too: the same job id under another owner/repo is another job. Without
+// variables it equals Fingerprint, so records made before variables
+// existed still resume.
+func FingerprintVars(c *pollwarden.Contract, jobID, statusURL, credential string, vars map[string]string) string {
 	h := sha256.New()
 	for _, s := range []string{c.Name, c.Status.Method, c.Status.URL, jobID, statusURL, credential} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
+	if c.Status.Body != "" {
+		fmt.Fprintf(h, "body %d:%s\n", len(c.Status.Body), c.Status.Body)
+	}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		fmt.Fprintf(h, "var %d:%s=%d:%s\n", len(k), k, len(vars[k]), vars[k])
+	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// VarsText writes an operation's variables as "owner=acme, repo=web",
+// sorted, for the story and a decision request.
+func VarsText(vars map[string]string) string {
+	parts := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		parts = append(parts, k+"="+vars[k])
+	}
+	return strings.Join(parts, ", ")
 }

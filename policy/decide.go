@@ -75,6 +75,14 @@ func (d *decider) classify() {
 		d.escalate(pollwarden.ReasonIntegrationFailure, obs.TransportDetail)
 	case obs.Transport != "" || s == 0:
 		d.transportFailure(obs.Transport)
+	case obs.Body.FromStatus:
+		// The contract maps this code to a state (a 202 while running, a
+		// 404 that ends a deletion wait).
+		d.body()
+	case obs.RateLimitSignal != "":
+		// The contract says this answer is a rate limit (GitHub's 403 with
+		// x-ratelimit-remaining 0), not a refused credential.
+		d.rateLimited()
 	case s == 401 || s == 403: // Unauthorized, Forbidden
 		d.escalate(pollwarden.ReasonAuthorizationDenied, fmt.Sprintf("the provider answered %d; the credential is not retried", s))
 	case s == 429: // Too Many Requests
@@ -110,8 +118,12 @@ func (d *decider) rateLimited() {
 	d.op.RateLimitedUsed++
 	d.resp.RateLimited = d.op.RateLimitedUsed
 	if d.op.RateLimitedUsed >= d.op.MaxRateLimited {
-		d.escalate(pollwarden.ReasonRateLimited, fmt.Sprintf("%d of %d answers were 429 Too Many Requests",
-			d.op.RateLimitedUsed, d.op.MaxRateLimited))
+		what := "429 Too Many Requests"
+		if d.obs.RateLimitSignal != "" {
+			what = "rate limits (last: " + d.obs.RateLimitSignal + ")"
+		}
+		d.escalate(pollwarden.ReasonRateLimited, fmt.Sprintf("%d of %d answers were %s",
+			d.op.RateLimitedUsed, d.op.MaxRateLimited, what))
 		return
 	}
 	d.schedule(true)
@@ -136,7 +148,7 @@ func (d *decider) body() {
 		d.escalate(pollwarden.ReasonIntegrationFailure, b.Problem)
 		return
 	}
-	d.observeState(b.State)
+	d.observeState(b.State, b.ProviderState)
 	switch classOf(d.c, b.State) {
 	case classSuccess:
 		d.success()
@@ -154,13 +166,13 @@ func (d *decider) body() {
 	}
 }
 
-func (d *decider) observeState(s string) {
-	d.resp.State = s
-	if s != d.op.LastState {
+func (d *decider) observeState(s, provider string) {
+	d.resp.State, d.resp.ProviderState = s, provider
+	if s != d.op.LastState || provider != d.op.LastProviderState {
 		d.events = append(d.events, newEvent(d.op, d.now, pollwarden.EventStateChanged,
-			pollwarden.EventData{State: s, PrevState: d.op.LastState}))
+			pollwarden.EventData{State: s, PrevState: d.op.LastState, ProviderState: provider}))
 	}
-	d.op.LastState = s
+	d.op.LastState, d.op.LastProviderState = s, provider
 }
 
 // success accepts the result only if every required field validates (R3).

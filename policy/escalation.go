@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -69,14 +70,14 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 	if c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied && (!op.Cancel.InForce() || c.Cancel.Idempotent) {
 		opts = append(opts, pollwarden.Option{
 			ID:              pollwarden.OptionCancel,
-			Label:           fmt.Sprintf("Cancel at provider (%s %s); costs one call", c.Cancel.Method, substituteJob(c.Cancel.URL, op.ProviderJobID)),
+			Label:           fmt.Sprintf("Cancel at provider (%s %s); costs one call", c.Cancel.Method, substituteJob(c.Cancel.URL, op)),
 			GrantsAuthority: true,
 		})
 	}
 	if c.Escalation.ConsoleURL != "" {
 		opts = append(opts, pollwarden.Option{
 			ID:    pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op.ProviderJobID),
+			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op),
 		})
 	}
 	abandon := "Stop waiting and close the operation as failed; nothing more is sent"
@@ -116,10 +117,20 @@ func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts 
 	b.WriteString("External job needs a decision\n")
 	// Ids, the state and the detail come from an agent or a provider:
 	// escaped, they cannot add a line to the message.
-	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", display.Value(op.ID), display.Value(op.ProviderJobID))
+	job := display.Value(op.ProviderJobID)
+	if op.ProviderJobID == "" {
+		job = "(status URL " + display.Text(op.StatusURL) + ")"
+	}
+	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", display.Value(op.ID), job)
+	if len(op.Vars) > 0 {
+		fmt.Fprintf(&b, "Variables: %s\n", display.Text(VarsText(op.Vars)))
+	}
 	last := display.Value(op.LastState)
 	if op.LastState == "" {
 		last = "(none observed)"
+	}
+	if op.LastProviderState != "" {
+		last += " (provider said " + op.LastProviderState + ")"
 	}
 	fmt.Fprintf(&b, "Last state: %s\nElapsed time: %s\n", last, elapsed(op, now))
 	fmt.Fprintf(&b, "Status requests: %d of %d\n", op.StatusRequestsUsed, op.MaxStatusRequests)
@@ -169,10 +180,13 @@ func plural(n int, unit string) string {
 
 // substituteJob fills a contract URL for a person to read, escaped as the
 // request that would be sent (or the link that would be opened) is.
-func substituteJob(tmpl, jobID string) string {
-	vars := map[string]string{}
-	if jobID != "" {
-		vars["job_id"] = jobID
+func substituteJob(tmpl string, op *pollwarden.Operation) string {
+	vars := maps.Clone(op.Vars)
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	if op.ProviderJobID != "" {
+		vars["job_id"] = op.ProviderJobID
 	}
 	if out, err := uritemplate.Expand(tmpl, vars); err == nil {
 		return out

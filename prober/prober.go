@@ -118,6 +118,9 @@ type Response struct {
 	RequestID string
 	// Location is the raw Location header of the last answer.
 	Location string
+	// Headers holds the last answer's values of the headers the
+	// contract's rate_limit reads, by lower-case name, redacted and cut.
+	Headers map[string]string
 	// body is the answer's body as received; it is read only through
 	// Facts, which removes the secret from what the contract keeps. It is
 	// nil when BodyTooLarge or unreadable.
@@ -152,7 +155,7 @@ func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
 	if r.body != nil {
 		raw, sc = r.body.raw, r.body.scrub
 	}
-	f := x.Extract(raw)
+	f := x.ExtractAnswer(r.Status, raw)
 	c := x.Contract()
 	listed := listedStates(c)
 	f.Problem = sc.text(f.Problem)
@@ -168,6 +171,19 @@ func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
 	return f
 }
 
+// RateLimit reads the contract's rate-limit signals (a header, a body
+// field, a reset time) from the answer as received, and returns its texts
+// with the secret removed and cut like every kept field.
+func (r Response) RateLimit(x *contract.Extractor, at time.Time) (why, retryAfter string) {
+	var raw []byte
+	var sc *scrubber
+	if r.body != nil {
+		raw, sc = r.body.raw, r.body.scrub
+	}
+	why, retryAfter = x.RateLimit(r.Status, r.Headers, raw, at)
+	return cut(sc.text(why), maxDetail), cut(sc.text(retryAfter), maxRetryAfter)
+}
+
 // Status sends the contract's status request to statusURL (the contract's
 // URL with the job id already filled in).
 func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL string) Response {
@@ -175,7 +191,19 @@ func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL s
 	if method == "" {
 		method = http.MethodGet
 	}
-	return p.call(ctx, c, method, statusURL)
+	return p.call(ctx, c, method, statusURL, nil)
+}
+
+// StatusWithBody is Status for a contract whose status call sends a body
+// (a JSON-RPC tasks/get, an AWS POST read): body, already built by
+// contract.StatusBody, is sent as application/json on every hop that
+// keeps the method.
+func (p *Prober) StatusWithBody(ctx context.Context, c *pollwarden.Contract, statusURL string, body []byte) Response {
+	method := c.Status.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return p.call(ctx, c, method, statusURL, body)
 }
 
 // Action sends a provider action (cancel) to url with a.Method (default
@@ -185,12 +213,12 @@ func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollward
 	if method == "" {
 		method = http.MethodPost
 	}
-	return p.call(ctx, c, method, url)
+	return p.call(ctx, c, method, url, nil)
 }
 
 // call wraps send so that redaction, then the caps, run on every path
 // out.
-func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string) Response {
+func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte) Response {
 	var secret, value string
 	if cred := c.Status.Credential; cred != nil {
 		s, err := p.resolve(cred.Ref)
@@ -202,12 +230,15 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			value = cred.Scheme + " " + s
 		}
 	}
-	resp := p.send(ctx, c, method, rawURL, value)
+	resp := p.send(ctx, c, method, rawURL, value, body)
 	sc := newScrubber(secret, c)
 	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)
 	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
 	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)
 	resp.Location = cut(sc.text(resp.Location), maxLocation)
+	for k, v := range resp.Headers {
+		resp.Headers[k] = cut(sc.text(v), maxRequestIDLen)
+	}
 	if resp.body != nil {
 		resp.body.scrub = sc
 	}

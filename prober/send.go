@@ -1,11 +1,13 @@
 package prober
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -15,7 +17,7 @@ import (
 // credential header value ("" when the contract has no credential). The
 // Response's texts are whole and unredacted, and its body has no scrubber
 // yet: call redacts, then cuts.
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string) (resp Response) {
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string, reqBody []byte) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
@@ -39,7 +41,11 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	defer cancel()
 
 	for hop := 0; ; hop++ {
-		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		var rd io.Reader
+		if reqBody != nil {
+			rd = bytes.NewReader(reqBody)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 		if err != nil {
 			resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "cannot build request: "+err.Error()
 			return resp
@@ -50,6 +56,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 			return resp
 		}
 		req.Header.Set("User-Agent", p.userAgent)
+		if reqBody != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
@@ -71,6 +80,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		resp.RetryAfter = r.Header.Get("Retry-After")
 		resp.RequestID = requestID(r.Header, c.Status.RequestIDHeader)
 		resp.Location = r.Header.Get("Location")
+		resp.Headers = contractHeaders(c, r.Header)
 
 		if next, why, follow := p.redirect(c, u, r, hop); follow || why != "" {
 			discard(r)
@@ -79,7 +89,10 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 				resp.Transport, resp.TransportDetail = pollwarden.TransportRedirect, why
 				return resp
 			}
-			u, method = next, redirectMethod(r.StatusCode, method)
+			if m := redirectMethod(r.StatusCode, method); m != method {
+				method, reqBody = m, nil // a 301/302/303 turns it into a GET without a body
+			}
+			u = next
 			continue
 		}
 
@@ -162,4 +175,30 @@ func requestID(h http.Header, contractHeader string) string {
 		}
 	}
 	return ""
+}
+
+// contractHeaders copies the headers the contract's rate_limit reads, and
+// no others: the rest of a provider's headers never leave the prober.
+func contractHeaders(c *pollwarden.Contract, h http.Header) map[string]string {
+	rl := c.RateLimit
+	if rl == nil {
+		return nil
+	}
+	names := []string{rl.ResetHeader}
+	for _, s := range rl.When {
+		names = append(names, s.Header)
+	}
+	var out map[string]string
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if v := h.Get(n); v != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[strings.ToLower(n)] = v
+		}
+	}
+	return out
 }
