@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
@@ -7,9 +7,29 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
+// StoredLease is the lease columns as scanned: NULL owner and expiry when
+// no lease is held.
+type StoredLease struct {
+	Owner   *string
+	Epoch   int64
+	Expires *string
+}
+
+// Lease is the driver-neutral form that holds the fencing rules.
+func (sl StoredLease) Lease() Lease {
+	l := Lease{Epoch: sl.Epoch}
+	if sl.Owner != nil {
+		l.Owner = *sl.Owner
+	}
+	if sl.Expires != nil {
+		l.Expires = *sl.Expires
+	}
+	return l
+}
+
 // Lease is the lease as stored beside an operation. A lease is held while
 // now is strictly before its expiry: at the expiry instant it is already
-// free, for LeaseAcquire and OperationSave alike.
+// free, for a claim and OperationSave alike.
 type Lease struct {
 	// Owner and Expires are "" when no lease is stored.
 	Owner   string

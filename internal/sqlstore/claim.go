@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
@@ -21,8 +21,8 @@ func CheckClaim(p pollwarden.ClaimParams) error {
 	return nil
 }
 
-// Claim is what a claim transaction writes, decided by DecideClaim from
-// the row it read under the write lock.
+// Claim is what a claim transaction writes, decided from the row read
+// under the write lock.
 type Claim struct {
 	// Op is the record to store, its Version already incremented; nil
 	// when Reserve took nothing (then nothing is written).
@@ -34,23 +34,6 @@ type Claim struct {
 	// Lease is the lease to store with Op: the next epoch, expiring TTL
 	// after now.
 	Lease *pollwarden.Lease
-}
-
-// DecideClaim applies OperationClaim's rules to the stored row: the lease
-// must be free or expired at now (else ErrLeaseHeld, and Reserve is not
-// called); then Reserve sees a copy of the stored record, and the lease
-// is taken with the next epoch. Its events are prepared here, under the
-// write lock, because they are only known now; PreClaim avoids that when
-// the caller's copy is current.
-func DecideClaim(sealer audit.Sealer, stored *pollwarden.Operation, ls Lease, now time.Time, p pollwarden.ClaimParams) (Claim, error) {
-	if err := ls.Claimable(now); err != nil {
-		return Claim{}, err
-	}
-	cl, err := Reserve(sealer, stored, p)
-	if err != nil {
-		return Claim{}, err
-	}
-	return cl, cl.Take(ls, now, p)
 }
 
 // PreClaim runs the reservation on p.Have before the transaction, so that
