@@ -20,10 +20,8 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -149,34 +147,17 @@ func (s *Store) Close() error {
 //go:embed migration/*.sql
 var migrationFiles embed.FS
 
-// migrations are this driver's schema steps.
-func migrations() ([]sqlstore.Migration, error) {
-	sub, err := fs.Sub(migrationFiles, "migration")
-	if err != nil {
-		return nil, err
-	}
-	return sqlstore.Migrations(sub)
-}
-
 // migrate creates the schema and applies the missing migrations in one
 // transaction holding an advisory lock named after the schema, so replicas
 // starting together apply each step once: the others wait for the lock,
 // then find nothing left to do. DDL is transactional in PostgreSQL, so a
 // failed step leaves the schema as it was.
 func (s *Store) migrate(ctx context.Context) error {
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	return sqlstore.Migrate(ctx, schema{s}, all, func() string { return sqlstore.FormatTime(time.Now()) })
+	return sqlstore.Migrate(ctx, schema{dialect{s}}, migrationFiles, "migration")
 }
 
 // schema is PostgreSQL's side of the migrations runner.
-type schema struct{ s *Store }
-
-func (sc schema) MigrateTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return dialect{sc.s}.Write(ctx, fn)
-}
+type schema struct{ dialect }
 
 // Adopt takes the migration lock and creates the schema when missing.
 func (sc schema) Adopt(ctx context.Context, tx sqlstore.Querier) error {
@@ -217,11 +198,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if tables == 0 {
 		return fmt.Errorf("%w: the schema has no pollwarden tables (a command that only reads never creates them)", ErrNoStore)
 	}
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), all)
+	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), migrationFiles, "migration")
 }
 
 // write runs fn in one transaction and commits it.

@@ -6,9 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden/internal/sqlstore"
 )
@@ -19,15 +17,6 @@ import (
 //
 //go:embed migration/*.sql
 var migrationFiles embed.FS
-
-// migrations are this driver's schema steps.
-func migrations() ([]sqlstore.Migration, error) {
-	sub, err := fs.Sub(migrationFiles, "migration")
-	if err != nil {
-		return nil, err
-	}
-	return sqlstore.Migrations(sub)
-}
 
 // identity is what a file says about its owner.
 type identity struct {
@@ -105,30 +94,18 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if id.appID != ApplicationID {
 		return fmt.Errorf("%w: the SQLite database holds no pollwarden schema (a command that only reads never creates one)", ErrNoStore)
 	}
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), all)
+	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), migrationFiles, "migration")
 }
 
 // migrate applies the missing migrations in one IMMEDIATE transaction, so
 // two processes creating the same new file at once apply each step once:
 // the second waits for the lock, then finds nothing left to do.
 func (s *Store) migrate(ctx context.Context) error {
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	return sqlstore.Migrate(ctx, schema{s}, all, func() string { return sqlstore.FormatTime(time.Now()) })
+	return sqlstore.Migrate(ctx, schema{dialect{s}}, migrationFiles, "migration")
 }
 
 // schema is SQLite's side of the migrations runner.
-type schema struct{ s *Store }
-
-func (sc schema) MigrateTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return dialect{sc.s}.Write(ctx, fn)
-}
+type schema struct{ dialect }
 
 // Adopt checks the file again, under the write lock, and marks a new one
 // with pollwarden's application id.

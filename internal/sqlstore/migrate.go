@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Migration is one numbered schema step, NNN_name.sql: applied in order
@@ -19,10 +20,10 @@ type Migration struct {
 	SQL     string
 }
 
-// Migrations reads the steps from the *.sql files at the root of fsys and
+// Migrations reads the steps from the *.sql files in dir of fsys and
 // checks that they are numbered 1, 2, 3... without a gap.
-func Migrations(fsys fs.FS) ([]Migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
+func Migrations(fsys fs.FS, dir string) ([]Migration, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +50,15 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 	return out, nil
 }
 
-// Schema is what a driver brings to the migrations runner.
+// Schema is what a driver brings to the migrations runner: its Dialect,
+// whose Write is the one transaction that migrates, and the steps around
+// the migrations.
 type Schema interface {
-	// MigrateTx runs fn in the one transaction that migrates, holding
-	// whatever keeps two processes from migrating the same store at once.
-	MigrateTx(ctx context.Context, fn func(Querier) error) error
-	// Adopt, first in that transaction, refuses a database that is not
-	// this store (and not new), and marks a new one as pollwarden's.
+	Dialect
+	// Adopt, first in that transaction, takes whatever keeps two
+	// processes from migrating the same store at once, refuses a database
+	// that is neither this store nor new, and marks a new one as
+	// pollwarden's.
 	Adopt(ctx context.Context, tx Querier) error
 	// MigrationsTable is the DDL of pollwarden_migrations (version, name,
 	// applied_at), IF NOT EXISTS.
@@ -74,11 +77,16 @@ func newer(applied, known int) error {
 	return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, known)
 }
 
-// Migrate applies the steps of all that the store lacks, in one
-// transaction, so that processes opening a new store together apply each
-// step once: the others wait, then find nothing left to do.
-func Migrate(ctx context.Context, sc Schema, all []Migration, now func() string) error {
-	return sc.MigrateTx(ctx, func(tx Querier) error {
+// Migrate applies the steps in dir of fsys (see Migrations) that the store
+// lacks, in one transaction, so that processes opening a new store
+// together apply each step once: the others wait, then find nothing left
+// to do.
+func Migrate(ctx context.Context, sc Schema, fsys fs.FS, dir string) error {
+	all, err := Migrations(fsys, dir)
+	if err != nil {
+		return err
+	}
+	return sc.Write(ctx, func(tx Querier) error {
 		if err := sc.Adopt(ctx, tx); err != nil {
 			return err
 		}
@@ -96,7 +104,7 @@ func Migrate(ctx context.Context, sc Schema, all []Migration, now func() string)
 			if err := sc.ExecScript(ctx, tx, m.SQL); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.Name, err)
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO pollwarden_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.Version, m.Name, now())
+			_, err := tx.Exec(ctx, "INSERT INTO pollwarden_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.Version, m.Name, FormatTime(time.Now()))
 			if err != nil {
 				return fmt.Errorf("record migration %s: %w", m.Name, err)
 			}
@@ -106,8 +114,13 @@ func Migrate(ctx context.Context, sc Schema, all []Migration, now func() string)
 }
 
 // CheckSchema is Migrate for a read-only open: it only reads, and accepts
-// only a store whose schema is exactly all's (ErrSchemaBehind when older).
-func CheckSchema(ctx context.Context, q Querier, all []Migration) error {
+// only a store whose schema has exactly the steps in dir of fsys
+// (ErrSchemaBehind when it has fewer).
+func CheckSchema(ctx context.Context, q Querier, fsys fs.FS, dir string) error {
+	all, err := Migrations(fsys, dir)
+	if err != nil {
+		return err
+	}
 	var applied int
 	if err := q.QueryRow(ctx, appliedSQL).Scan(&applied); err != nil {
 		return fmt.Errorf("read migrations: %w", err)
