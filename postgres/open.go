@@ -170,13 +170,6 @@ func (sc schema) Adopt(ctx context.Context, tx sqlstore.Querier) error {
 	return nil
 }
 
-func (schema) MigrationsTable() string {
-	return `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
-			version    integer     NOT NULL PRIMARY KEY,
-			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`
-}
-
 // ExecScript runs the file with the simple protocol: it holds several
 // statements.
 func (schema) ExecScript(ctx context.Context, tx sqlstore.Querier, script string) error {

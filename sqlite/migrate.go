@@ -126,13 +126,6 @@ func (sc schema) Adopt(ctx context.Context, q sqlstore.Querier) error {
 	return nil
 }
 
-func (schema) MigrationsTable() string {
-	return `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
-			version INTEGER NOT NULL PRIMARY KEY,
-			name TEXT NOT NULL,
-			applied_at TEXT NOT NULL) STRICT`
-}
-
 // ExecScript runs the file unprepared: it holds several statements.
 func (schema) ExecScript(ctx context.Context, q sqlstore.Querier, script string) error {
 	_, err := q.(querier).tx.ExecContext(ctx, script)

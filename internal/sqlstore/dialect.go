@@ -42,8 +42,6 @@ type Querier interface {
 
 // Dialect is what a driver brings to the shared store.
 type Dialect interface {
-	// Name prefixes every error of the store ("sqlite", "postgres").
-	Name() string
 	// Write runs fn in one write transaction and commits it. fn may run
 	// more than once (a retried or regrouped transaction), so it must not
 	// change caller state; results are published after Write returns nil.
@@ -61,6 +59,11 @@ type Dialect interface {
 
 // Syntax is where the dialects' SQL differs.
 type Syntax struct {
+	// Name prefixes every error of the store ("sqlite", "postgres").
+	Name string
+	// MigrationsTable is the DDL of pollwarden_migrations (version, name,
+	// applied_at), IF NOT EXISTS.
+	MigrationsTable string
 	// ForUpdate follows the SELECT of a row a write will change:
 	// " FOR UPDATE" where rows are locked one at a time, "" where the
 	// transaction already holds the database's only write lock.

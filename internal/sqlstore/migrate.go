@@ -60,9 +60,6 @@ type Schema interface {
 	// that is neither this store nor new, and marks a new one as
 	// pollwarden's.
 	Adopt(ctx context.Context, tx Querier) error
-	// MigrationsTable is the DDL of pollwarden_migrations (version, name,
-	// applied_at), IF NOT EXISTS.
-	MigrationsTable() string
 	// ExecScript runs one migration file, which holds several statements.
 	ExecScript(ctx context.Context, tx Querier, script string) error
 	// Finish, last in the transaction, refuses a schema the steps did not
@@ -90,7 +87,7 @@ func Migrate(ctx context.Context, sc Schema, fsys fs.FS, dir string) error {
 		if err := sc.Adopt(ctx, tx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, sc.MigrationsTable()); err != nil {
+		if _, err := tx.Exec(ctx, sc.Syntax().MigrationsTable); err != nil {
 			return fmt.Errorf("create migrations table: %w", err)
 		}
 		var applied int

@@ -32,7 +32,7 @@ type Store struct {
 // New is the store over d, sealing event payloads with sealer when set.
 func New(d Dialect, sealer audit.Sealer) *Store {
 	x := d.Syntax()
-	return &Store{d: d, x: x, name: d.Name(), sealer: sealer, q: buildQueries(x)}
+	return &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
 }
 
 // recordCols are the operations columns written from an Operation, in the
