@@ -10,7 +10,11 @@ import (
 )
 
 // LeaseAcquire takes the operation's lease when it is free or expired on
-// the lease clock (see Dialect.LeaseNow), with the next epoch.
+// the lease clock (see Dialect.LeaseNow), with the next epoch, without
+// reserving anything: ErrLeaseHeld while another holds it. It is not part
+// of pollwarden.Store (a step claims with OperationClaim); it is the
+// embedder's way to hold an operation away from schedulers, and tests' way
+// to play another process holding it.
 func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error) {
 	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 {
 		return nil, fmt.Errorf("%s: acquire lease on %q: %w: need an operation id, an owner and a positive TTL",
