@@ -20,6 +20,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"sync"
 
@@ -59,6 +60,10 @@ type Options struct {
 	// pollwarden's tables fails with ErrNoStore, one older than this
 	// pollwarden's with ErrSchemaBehind.
 	ReadOnly bool
+	// migrations replaces the embedded migration files (a "migration"
+	// directory of NNN_name.sql): only the conformance suite sets it,
+	// through export_test.go, to make stores of an older schema.
+	migrations fs.FS
 }
 
 // ErrNoStore and ErrSchemaBehind are a read-only open's refusals (see
@@ -78,7 +83,9 @@ type Store struct {
 	// callerClock: see Options.callerClock.
 	callerClock bool
 	binds       *binds
-	closeOnce   sync.Once
+	// migrations are the schema steps (see Options.migrations).
+	migrations fs.FS
+	closeOnce  sync.Once
 }
 
 // ErrSealing: the store's sealing and the key given to Open disagree, so
@@ -118,7 +125,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool, schema: schema, callerClock: opts.callerClock, binds: &binds{}}
+	s := &Store{pool: pool, schema: schema, callerClock: opts.callerClock, binds: &binds{}, migrations: opts.migrations}
+	if s.migrations == nil {
+		s.migrations = migrationFiles
+	}
 	s.Store = sqlstore.New(dialect{s}, opts.Sealer)
 	prepare := s.migrate
 	if opts.ReadOnly {
@@ -153,7 +163,7 @@ var migrationFiles embed.FS
 // then find nothing left to do. DDL is transactional in PostgreSQL, so a
 // failed step leaves the schema as it was.
 func (s *Store) migrate(ctx context.Context) error {
-	return sqlstore.Migrate(ctx, schema{dialect{s}}, migrationFiles, "migration")
+	return sqlstore.Migrate(ctx, schema{dialect{s}}, s.migrations, "migration")
 }
 
 // schema is PostgreSQL's side of the migrations runner.
@@ -191,7 +201,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if tables == 0 {
 		return fmt.Errorf("%w: the schema has no pollwarden tables (a command that only reads never creates them)", ErrNoStore)
 	}
-	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), migrationFiles, "migration")
+	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), s.migrations, "migration")
 }
 
 // write runs fn in one transaction and commits it.

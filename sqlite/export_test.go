@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"testing"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // AppendBulk appends events to an existing operation, many per
@@ -29,3 +31,24 @@ func PendingWrites(s *Store) int {
 
 // Write runs fn through the store's write path (grouped like every write).
 func Write(ctx context.Context, s *Store, fn func(*sql.Tx) error) error { return s.write(ctx, fn) }
+
+// MigratedTo returns o with only the first v migration steps, for the
+// migration cases of the conformance suite.
+func MigratedTo(t testing.TB, o Options, v int) Options {
+	t.Helper()
+	fsys, err := storetest.FirstSteps(migrationFiles, "migration", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.migrations = fsys
+	return o
+}
+
+// ExecRaw runs one statement through the store's write path, whatever its
+// schema version.
+func ExecRaw(ctx context.Context, s *Store, query string, args ...any) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
+}

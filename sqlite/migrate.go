@@ -94,14 +94,14 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if id.appID != ApplicationID {
 		return fmt.Errorf("%w: the SQLite database holds no pollwarden schema (a command that only reads never creates one)", ErrNoStore)
 	}
-	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), migrationFiles, "migration")
+	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), s.migrations, "migration")
 }
 
 // migrate applies the missing migrations in one IMMEDIATE transaction, so
 // two processes creating the same new file at once apply each step once:
 // the second waits for the lock, then finds nothing left to do.
 func (s *Store) migrate(ctx context.Context) error {
-	return sqlstore.Migrate(ctx, schema{dialect{s}}, migrationFiles, "migration")
+	return sqlstore.Migrate(ctx, schema{dialect{s}}, s.migrations, "migration")
 }
 
 // schema is SQLite's side of the migrations runner.

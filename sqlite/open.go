@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -84,6 +85,10 @@ type Options struct {
 	// nothing (see CheckSealing). EventScan, AuditHead and verification
 	// need no key.
 	Sealer audit.Sealer
+	// migrations replaces the embedded migration files (a "migration"
+	// directory of NNN_name.sql): only the conformance suite sets it,
+	// through export_test.go, to make stores of an older schema.
+	migrations fs.FS
 }
 
 // Store implements pollwarden.Store and pollwarden.Outbox over one SQLite
@@ -104,8 +109,10 @@ type Store struct {
 	group     []*pendingWrite
 	closeOnce sync.Once
 	// stmts are the store's statements, prepared once (see stmtCache).
-	stmts    *stmtCache
-	closeErr error
+	stmts *stmtCache
+	// migrations are the schema steps (see Options.migrations).
+	migrations fs.FS
+	closeErr   error
 }
 
 // Open opens the store at path, creating and migrating it when the file does
@@ -151,7 +158,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, path: abs, wslot: make(chan struct{}, 1), stmts: &stmtCache{db: db}}
+	s := &Store{db: db, path: abs, wslot: make(chan struct{}, 1), stmts: &stmtCache{db: db}, migrations: opts.migrations}
+	if s.migrations == nil {
+		s.migrations = migrationFiles
+	}
 	s.Store = sqlstore.New(dialect{s}, opts.Sealer)
 	if opts.ReadOnly {
 		err = s.checkSchema(ctx)
