@@ -106,11 +106,23 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 	return rows{r}, nil
 }
 
-// Batch runs the statements one after the other: in-process SQLite has no
-// round trips to save.
+// Batch runs the statements one after the other (in-process SQLite has no
+// round trips to save), binding each distinct statement to the
+// transaction once: a write's events are one INSERT run many times.
 func (q querier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	var last string
+	var st *sql.Stmt
 	for _, s := range stmts {
-		if _, err := q.Exec(ctx, s.SQL, s.Args...); err != nil {
+		if st == nil || s.SQL != last {
+			last, st = s.SQL, q.stmt(ctx, s.SQL)
+		}
+		if st == nil {
+			if _, err := q.Exec(ctx, s.SQL, s.Args...); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := st.ExecContext(ctx, s.Args...); err != nil {
 			return err
 		}
 	}

@@ -36,7 +36,7 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	stmts := make([]Stmt, 0, len(evs)+1)
 	for i := range evs {
 		e := &evs[i]
-		cs.Link(e)
+		cs.link(e)
 		stmts = append(stmts, Stmt{insertEventSQL, []any{e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash}})
 	}
 	if s.x.HeadRow {
@@ -52,7 +52,7 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 // own append path (sealing, numbering, hashing), all in one transaction:
 // the way to build a large store quickly, e.g. for a test of scale.
 func (s *Store) AppendBulk(ctx context.Context, opID string, events []pollwarden.Event) error {
-	evs, err := PrepareEvents(s.sealer, opID, events)
+	evs, err := prepareEvents(s.sealer, opID, events)
 	if err != nil {
 		return s.fail(err, "append to %q", opID)
 	}
@@ -94,7 +94,7 @@ func (s *Store) checkSealMode(ctx context.Context, tx Querier) error {
 		if !found {
 			// The first append decides. Not cached: the transaction may
 			// still roll back.
-			if _, err := tx.Exec(ctx, "INSERT INTO audit_settings (id, seal_key_id) VALUES (1, ?)", KeyID(s.sealer)); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO audit_settings (id, seal_key_id) VALUES (1, ?)", keyID(s.sealer)); err != nil {
 				return fmt.Errorf("record audit sealing: %w", err)
 			}
 			return nil
@@ -104,7 +104,7 @@ func (s *Store) checkSealMode(ctx context.Context, tx Querier) error {
 		s.mode, s.modeKnown = stored, true // fixed once written (triggers)
 		s.modeMu.Unlock()
 	}
-	return SealMismatch(mode, KeyID(s.sealer))
+	return sealMismatch(mode, keyID(s.sealer))
 }
 
 func readSealMode(ctx context.Context, q Querier) (keyID string, found bool, err error) {
@@ -131,7 +131,7 @@ func (s *Store) CheckSealing(ctx context.Context) error {
 	if !found {
 		return nil
 	}
-	if err := SealMismatch(mode, KeyID(s.sealer)); err != nil {
+	if err := sealMismatch(mode, keyID(s.sealer)); err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
 	return nil

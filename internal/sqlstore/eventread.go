@@ -19,7 +19,7 @@ func scanEvent(rows Rows) (pollwarden.Event, error) {
 		return e, err
 	}
 	var err error
-	if e.At, err = ParseTime(at); err != nil {
+	if e.At, err = parseTime(at); err != nil {
 		return e, fmt.Errorf("pos %d: %w", e.Pos, err)
 	}
 	e.Kind = pollwarden.EventKind(kind)

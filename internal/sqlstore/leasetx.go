@@ -22,7 +22,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 	}
 	var l pollwarden.Lease
 	err := s.d.Write(ctx, func(tx Querier) error {
-		var sl StoredLease
+		var sl storedLease
 		err := tx.QueryRow(ctx, "SELECT "+leaseCols+" FROM operations WHERE id = ?"+s.x.ForUpdate, p.OperationID).
 			Scan(&sl.Owner, &sl.Epoch, &sl.Expires)
 		if errors.Is(err, ErrNoRows) {
@@ -36,10 +36,10 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 			return err
 		}
 		exp := now.Add(p.TTL)
-		if err := CheckTime("lease expiry", exp); err != nil {
+		if err := checkTime("lease expiry", exp); err != nil {
 			return fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err)
 		}
-		if err := sl.Lease().Claimable(now); err != nil {
+		if err := sl.Lease().claimable(now); err != nil {
 			return err
 		}
 		l = pollwarden.Lease{OperationID: p.OperationID, Owner: p.Owner, Epoch: sl.Epoch + 1, ExpiresAt: exp}
@@ -83,10 +83,10 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 // write lock (again if the transaction is retried): the write lock is the
 // bottleneck, so everything but the checks and the writes is done before.
 func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
-	if err := CheckClaim(p); err != nil {
+	if err := checkClaim(p); err != nil {
 		return nil, nil, s.fail(err, "claim %q", p.OperationID)
 	}
-	pre, preRead, err := PreClaim(s.sealer, p)
+	pre, preRead, err := preClaim(s.sealer, p)
 	if err != nil {
 		return nil, nil, s.fail(err, "claim %q", p.OperationID)
 	}
@@ -99,7 +99,7 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	var read *pollwarden.Operation
 	var cl Claim
 	err = s.d.Write(ctx, func(tx Querier) error {
-		var sl StoredLease
+		var sl storedLease
 		var cs Chain
 		var rec string
 		var version int64
@@ -116,7 +116,7 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 			return err
 		}
 		ls := sl.Lease()
-		if err := ls.Claimable(now); err != nil {
+		if err := ls.claimable(now); err != nil {
 			return err
 		}
 		var args []any
@@ -127,7 +127,7 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 			if read, err = decodeRecord(version, rec); err != nil {
 				return err
 			}
-			if cl, err = Reserve(s.sealer, read, p); err != nil || cl.Op == nil {
+			if cl, err = reserveOn(s.sealer, read, p); err != nil || cl.Op == nil {
 				return err
 			}
 			if args, err = recordArgs(cl.Op); err != nil {
@@ -137,7 +137,7 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 		if cl.Op == nil {
 			return nil
 		}
-		if err := cl.Take(ls, now, p); err != nil {
+		if err := cl.take(ls, now, p); err != nil {
 			return err
 		}
 		l := cl.Lease
@@ -153,6 +153,6 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	if cl.Op == nil {
 		return read, nil, nil
 	}
-	PublishEvents(cl.Events, cl.Prepared)
+	publishEvents(cl.Events, cl.Prepared)
 	return cl.Op, cl.Lease, nil
 }

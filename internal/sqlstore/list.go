@@ -21,7 +21,7 @@ func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*
 	if p.DueBefore.IsZero() {
 		return s.list(ctx, p)
 	}
-	return MergeDue(p, func(phase pollwarden.Phase) ([]*pollwarden.Operation, error) {
+	return mergeDue(p, func(phase pollwarden.Phase) ([]*pollwarden.Operation, error) {
 		q := p
 		q.Phase = phase
 		return s.list(ctx, q)
@@ -63,11 +63,11 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 	case due && p.Phase == pollwarden.PhaseCancelling:
 		q += s.x.hint("operations_phase")
 		where = append(where, "phase = 'cancelling'", "next_poll_at <= ?")
-		args = append(args, FormatTime(ClampYear(p.DueBefore)))
+		args = append(args, FormatTime(clampYear(p.DueBefore)))
 	case due:
 		q += s.x.hint("operations_due")
 		where = append(where, "phase = 'waiting'", "next_poll_at <= ?")
-		args = append(args, FormatTime(ClampYear(p.DueBefore)))
+		args = append(args, FormatTime(clampYear(p.DueBefore)))
 	}
 	if p.Phase != "" && !due {
 		where = append(where, "phase = ?")

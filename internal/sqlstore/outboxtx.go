@@ -26,11 +26,11 @@ func (s *Store) OutboxCursor(ctx context.Context) (int64, error) {
 // same position waits, then finds the cursor moved and fails with
 // ErrConflict.
 func (s *Store) OutboxEnqueue(ctx context.Context, p pollwarden.OutboxEnqueueParams) error {
-	if err := CheckEnqueue(p); err != nil {
+	if err := checkEnqueue(p); err != nil {
 		return s.fail(err, "enqueue webhooks")
 	}
-	q := "INSERT INTO webhook_outbox (" + OutboxInsertCols + ") VALUES (?" +
-		strings.Repeat(", ?", strings.Count(OutboxInsertCols, ",")) + ") ON CONFLICT (endpoint, key) DO NOTHING"
+	q := "INSERT INTO webhook_outbox (" + outboxInsertCols + ") VALUES (?" +
+		strings.Repeat(", ?", strings.Count(outboxInsertCols, ",")) + ") ON CONFLICT (endpoint, key) DO NOTHING"
 	err := s.d.Write(ctx, func(tx Querier) error {
 		n, err := tx.Exec(ctx, "UPDATE webhook_cursor SET pos = ? WHERE id = 1 AND pos = ?", p.To, p.From)
 		if err != nil {
@@ -40,7 +40,7 @@ func (s *Store) OutboxEnqueue(ctx context.Context, p pollwarden.OutboxEnqueuePar
 			return fmt.Errorf("%w: the webhook cursor is no longer at %d", pollwarden.ErrConflict, p.From)
 		}
 		for _, m := range p.Messages {
-			if _, err := tx.Exec(ctx, q, OutboxInsertArgs(m)...); err != nil {
+			if _, err := tx.Exec(ctx, q, outboxInsertArgs(m)...); err != nil {
 				return err
 			}
 		}
@@ -57,7 +57,7 @@ func (s *Store) OutboxEnqueue(ctx context.Context, p pollwarden.OutboxEnqueuePar
 // same one; where rows are locked one by one, SKIP LOCKED lets claimers
 // pass each other's rows instead of waiting.
 func (s *Store) OutboxClaim(ctx context.Context, p pollwarden.OutboxClaimParams) ([]pollwarden.OutboxMessage, error) {
-	if err := CheckOutboxClaim(p); err != nil {
+	if err := checkOutboxClaim(p); err != nil {
 		return nil, s.fail(err, "claim webhooks")
 	}
 	if len(p.Endpoints) == 0 {
@@ -68,12 +68,12 @@ func (s *Store) OutboxClaim(ctx context.Context, p pollwarden.OutboxClaimParams)
 	for _, e := range p.Endpoints {
 		args = append(args, e)
 	}
-	args = append(args, ClaimLimit(p.Limit))
+	args = append(args, claimLimit(p.Limit))
 	q := "UPDATE webhook_outbox SET claim_owner = ?, claim_expires_at = ?, attempts = attempts + 1" +
 		" WHERE seq IN (SELECT seq FROM webhook_outbox" + s.x.hint("webhook_outbox_due") +
 		" WHERE status = 'pending' AND next_attempt_at <= ? AND (claim_expires_at IS NULL OR claim_expires_at <= ?)" +
 		" AND endpoint IN (?" + strings.Repeat(", ?", len(p.Endpoints)-1) + ") ORDER BY next_attempt_at, seq LIMIT ?" +
-		s.x.SkipLocked + ") RETURNING " + OutboxCols
+		s.x.SkipLocked + ") RETURNING " + outboxCols
 	var out []pollwarden.OutboxMessage
 	err := s.d.Write(ctx, func(tx Querier) error {
 		rows, err := tx.Query(ctx, q, args...)
@@ -99,10 +99,10 @@ func (s *Store) OutboxClaim(ctx context.Context, p pollwarden.OutboxClaimParams)
 // OutboxSettle records an attempt's result if the claim is still p.Owner's
 // for attempt p.Attempt.
 func (s *Store) OutboxSettle(ctx context.Context, p pollwarden.OutboxSettleParams) error {
-	if err := CheckSettle(p); err != nil {
+	if err := checkSettle(p); err != nil {
 		return s.fail(err, "settle webhook %d", p.Seq)
 	}
-	args := append(SettleArgs(p), p.Seq, p.Owner, p.Attempt)
+	args := append(settleArgs(p), p.Seq, p.Owner, p.Attempt)
 	err := s.d.Write(ctx, func(tx Querier) error {
 		n, err := tx.Exec(ctx, "UPDATE webhook_outbox SET status = ?, next_attempt_at = ?, last_status = ?, last_error = ?,"+
 			" settled_at = ?, claim_owner = NULL, claim_expires_at = NULL"+
@@ -123,7 +123,7 @@ func (s *Store) OutboxSettle(ctx context.Context, p pollwarden.OutboxSettleParam
 
 // OutboxList returns messages in enqueue order.
 func (s *Store) OutboxList(ctx context.Context, p pollwarden.OutboxListParams) ([]pollwarden.OutboxMessage, error) {
-	q, args := "SELECT "+OutboxCols+" FROM webhook_outbox", []any{}
+	q, args := "SELECT "+outboxCols+" FROM webhook_outbox", []any{}
 	if p.Status != "" {
 		q += " WHERE status = ?"
 		args = append(args, string(p.Status))
@@ -149,7 +149,7 @@ func collectOutbox(rows Rows) ([]pollwarden.OutboxMessage, error) {
 	defer rows.Close()
 	var out []pollwarden.OutboxMessage
 	for rows.Next() {
-		m, err := ScanOutbox(rows.Scan)
+		m, err := scanOutbox(rows.Scan)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +161,7 @@ func collectOutbox(rows Rows) ([]pollwarden.OutboxMessage, error) {
 // OutboxRequeue makes a dead or delivered message pending again, due at now.
 func (s *Store) OutboxRequeue(ctx context.Context, seq int64, now time.Time) error {
 	err := s.d.Write(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, OutboxRequeueSQL("?", "?"), FormatTime(now), seq)
+		n, err := tx.Exec(ctx, outboxRequeueSQL("?", "?"), FormatTime(now), seq)
 		if err != nil || n == 1 {
 			return err
 		}
@@ -169,7 +169,7 @@ func (s *Store) OutboxRequeue(ctx context.Context, seq int64, now time.Time) err
 		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM webhook_outbox WHERE seq = ?)", seq).Scan(&exists); err != nil {
 			return err
 		}
-		return RequeueMiss(seq, exists)
+		return requeueMiss(seq, exists)
 	})
 	if err != nil {
 		return s.fail(err, "requeue webhook %d", seq)

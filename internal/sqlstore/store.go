@@ -114,7 +114,7 @@ func recordArgs(op *pollwarden.Operation) ([]any, error) {
 	return []any{
 		op.Contract, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Fingerprint,
 		string(op.Phase), string(op.Reason), FormatTime(op.StartedAt), FormatTime(op.DeadlineAt),
-		FormatTime(op.NextPollAt), FormatTimePtr(op.FinishedAt),
+		FormatTime(op.NextPollAt), formatTimePtr(op.FinishedAt),
 		op.StatusRequestsUsed, op.MaxStatusRequests, op.TransportFailuresUsed,
 		op.MaxTransportFailures, op.RateLimitedUsed, op.MaxRateLimited,
 		op.CompletedPolls, op.Version, op.Owner, string(rec),
@@ -159,7 +159,7 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 	if err != nil {
 		return s.fail(err, "create operation %q", op.ID)
 	}
-	evs, err := PrepareEvents(s.sealer, op.ID, events)
+	evs, err := prepareEvents(s.sealer, op.ID, events)
 	if err != nil {
 		return s.fail(err, "create operation %q", op.ID)
 	}
@@ -183,7 +183,7 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 		return s.fail(err, "create operation %q", op.ID)
 	}
 	op.Version = 1
-	PublishEvents(events, evs)
+	publishEvents(events, evs)
 	return nil
 }
 
@@ -217,7 +217,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if err != nil {
 		return s.fail(err, "save operation %q", op.ID)
 	}
-	evs, err := PrepareEvents(s.sealer, op.ID, p.Events)
+	evs, err := prepareEvents(s.sealer, op.ID, p.Events)
 	if err != nil {
 		return s.fail(err, "save operation %q", op.ID)
 	}
@@ -227,7 +227,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	}
 	err = s.d.Write(ctx, func(tx Querier) error {
 		var version int64
-		var ls StoredLease
+		var ls storedLease
 		var cs Chain
 		var err error
 		if len(evs) == 0 {
@@ -246,7 +246,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		if err != nil {
 			return err
 		}
-		if err := ls.Lease().CheckWriter(op.ID, p.Lease, now); err != nil {
+		if err := ls.Lease().checkWriter(op.ID, p.Lease, now); err != nil {
 			return err
 		}
 		if version != op.Version {
@@ -261,6 +261,6 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		return s.fail(err, "save operation %q", op.ID)
 	}
 	op.Version = rec.Version
-	PublishEvents(p.Events, evs)
+	publishEvents(p.Events, evs)
 	return nil
 }
