@@ -58,11 +58,7 @@ func (s *Store) AppendBulk(ctx context.Context, opID string, events []pollwarden
 	}
 	err = s.d.Write(ctx, func(tx Querier) error {
 		var cs Chain
-		err := tx.QueryRow(ctx, "SELECT "+seqCol+" FROM operations WHERE id = ?"+s.x.ForUpdate, opID).Scan(&cs.Seq)
-		if errors.Is(err, ErrNoRows) {
-			return pollwarden.ErrNotFound
-		}
-		if err != nil {
+		if err := scanOpRow(ctx, tx, "SELECT "+seqCol+" FROM operations WHERE id = ?"+s.x.ForUpdate, opID, &cs.Seq); err != nil {
 			return err
 		}
 		if !s.x.HeadRow {

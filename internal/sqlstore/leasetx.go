@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -23,15 +22,8 @@ func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*po
 	var l pollwarden.Lease
 	err := s.d.Write(ctx, func(tx Querier) error {
 		var sl storedLease
-		err := tx.QueryRow(ctx, "SELECT "+leaseCols+" FROM operations WHERE id = ?"+s.x.ForUpdate, p.OperationID).
-			Scan(&sl.Owner, &sl.Epoch, &sl.Expires)
-		if errors.Is(err, ErrNoRows) {
-			return pollwarden.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		now, err := s.d.LeaseNow(ctx, tx, p.Now)
+		now, err := s.readLocked(ctx, tx, "SELECT "+leaseCols+" FROM operations WHERE id = ?"+s.x.ForUpdate, p.OperationID, p.Now,
+			&sl.Owner, &sl.Epoch, &sl.Expires)
 		if err != nil {
 			return err
 		}
@@ -104,14 +96,7 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 		var rec string
 		var version int64
 		dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...)
-		err := tx.QueryRow(ctx, s.q.claim, p.OperationID).Scan(dest...)
-		if errors.Is(err, ErrNoRows) {
-			return pollwarden.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		now, err := s.d.LeaseNow(ctx, tx, p.Now)
+		now, err := s.readLocked(ctx, tx, s.q.claim, p.OperationID, p.Now, dest...)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
@@ -140,6 +141,26 @@ func scanOp(row Row) (*pollwarden.Operation, error) {
 	return decodeRecord(version, rec)
 }
 
+// scanOpRow reads one operation's row into dest: ErrNotFound when there
+// is none.
+func scanOpRow(ctx context.Context, tx Querier, query, id string, dest ...any) error {
+	err := tx.QueryRow(ctx, query, id).Scan(dest...)
+	if errors.Is(err, ErrNoRows) {
+		return pollwarden.ErrNotFound
+	}
+	return err
+}
+
+// readLocked is scanOpRow for a write, which locks the row it reads, and
+// then the lease clock's time: every lease decision of the write is made
+// at that instant.
+func (s *Store) readLocked(ctx context.Context, tx Querier, query, id string, caller time.Time, dest ...any) (time.Time, error) {
+	if err := scanOpRow(ctx, tx, query, id, dest...); err != nil {
+		return time.Time{}, err
+	}
+	return s.d.LeaseNow(ctx, tx, caller)
+}
+
 // fail prefixes err with the driver's name and what failed.
 func (s *Store) fail(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %s: %w", s.name, fmt.Sprintf(format, args...), err)
@@ -229,20 +250,11 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 		var version int64
 		var ls storedLease
 		var cs Chain
-		var err error
-		if len(evs) == 0 {
-			err = tx.QueryRow(ctx, s.q.save, op.ID).Scan(&version, &ls.Owner, &ls.Epoch, &ls.Expires)
-		} else {
-			dest := append([]any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}, s.chainDest(&cs)...)
-			err = tx.QueryRow(ctx, s.q.saveChain, op.ID).Scan(dest...)
+		query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
+		if len(evs) > 0 {
+			query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
 		}
-		if errors.Is(err, ErrNoRows) {
-			return pollwarden.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		now, err := s.d.LeaseNow(ctx, tx, p.Now)
+		now, err := s.readLocked(ctx, tx, query, op.ID, p.Now, dest...)
 		if err != nil {
 			return err
 		}
