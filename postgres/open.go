@@ -27,7 +27,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/internal/sqlstore"
 )
@@ -72,11 +71,6 @@ type Options struct {
 var (
 	ErrNoStore      = sqlstore.ErrNoStore
 	ErrSchemaBehind = sqlstore.ErrSchemaBehind
-)
-
-var (
-	_ pollwarden.Store  = (*Store)(nil)
-	_ pollwarden.Outbox = (*Store)(nil)
 )
 
 // Store implements pollwarden.Store and pollwarden.Outbox over a

@@ -35,12 +35,7 @@ func Write(ctx context.Context, s *Store, fn func(*sql.Tx) error) error { return
 // MigratedTo returns o with only the first v migration steps, for the
 // migration cases of the conformance suite.
 func MigratedTo(t testing.TB, o Options, v int) Options {
-	t.Helper()
-	fsys, err := storetest.FirstSteps(migrationFiles, "migration", v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.migrations = fsys
+	o.migrations = storetest.FirstSteps(t, migrationFiles, "migration", v)
 	return o
 }
 

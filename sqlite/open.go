@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/internal/sqlstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -91,11 +90,6 @@ type Options struct {
 	// through export_test.go, to make stores of an older schema.
 	migrations fs.FS
 }
-
-var (
-	_ pollwarden.Store  = (*Store)(nil)
-	_ pollwarden.Outbox = (*Store)(nil)
-)
 
 // Store implements pollwarden.Store and pollwarden.Outbox over one SQLite
 // file: the shared SQL store (sqlstore) over SQLite's dialect.

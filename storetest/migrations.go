@@ -136,22 +136,20 @@ func ids(ops []*pollwarden.Operation) []string {
 
 // FirstSteps is dir of fsys with only its first v migration files
 // (NNN_name.sql, in name order), for a driver's MigrationHarness.
-func FirstSteps(fsys fs.FS, dir string, v int) (fs.FS, error) {
+func FirstSteps(t testing.TB, fsys fs.FS, dir string, v int) fs.FS {
+	t.Helper()
 	names, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
-	if err != nil {
-		return nil, err
-	}
-	if v > len(names) {
-		return nil, fmt.Errorf("%d migration steps, not %d", len(names), v)
+	if err != nil || v > len(names) {
+		t.Fatalf("the first %d migration steps of %d: %v", v, len(names), err)
 	}
 	slices.Sort(names)
 	out := fstest.MapFS{}
 	for _, n := range names[:v] {
 		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
-			return nil, err
+			t.Fatal(err)
 		}
 		out[n] = &fstest.MapFile{Data: b}
 	}
-	return out, nil
+	return out
 }
