@@ -28,16 +28,13 @@ type Store interface {
 	// being the lease clock (see LeaseParams.Now). On success op.Version is
 	// incremented and the events are appended.
 	OperationSave(ctx context.Context, p SaveParams) error
-	// LeaseAcquire takes the lease if it is free or expired on the lease
-	// clock (see LeaseParams.Now), increasing its epoch; otherwise
-	// ErrLeaseHeld.
-	LeaseAcquire(ctx context.Context, p LeaseParams) (*Lease, error)
 	// LeaseRelease frees the lease if l is still current; releasing a lost
 	// lease is not an error.
 	LeaseRelease(ctx context.Context, l *Lease) error
-	// OperationClaim is LeaseAcquire, the reload under the lease and the
-	// reservation of the next request (R11, R22) in one write transaction:
-	// a step then costs two writes (this and its decision saved with
+	// OperationClaim takes the lease (if it is free or expired on the
+	// lease clock, with the next epoch), reloads the record under it and
+	// reserves the next request (R11, R22), in one write transaction: a
+	// step then costs two writes (this and its decision saved with
 	// SaveParams.Release) instead of four. If the lease is held on the
 	// lease clock (see LeaseParams.Now) it fails with ErrLeaseHeld and
 	// writes nothing. Otherwise it reads the record as stored and calls
@@ -137,7 +134,10 @@ type ClaimParams struct {
 	Have *Operation
 }
 
-// LeaseParams is the input of LeaseAcquire.
+// LeaseParams is the input of the drivers' LeaseAcquire, which takes a
+// lease without a reservation: not part of Store (no step needs it), it is
+// there for an embedder that holds an operation away from schedulers by
+// hand. Its Now documents, for every lease decision, which clock decides.
 type LeaseParams struct {
 	OperationID string
 	Owner       string

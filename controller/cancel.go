@@ -88,7 +88,7 @@ func (c *Controller) sendCancel(ctx context.Context, ex *contract.Extractor, op 
 		}
 		now := c.clock.Now()
 		next, events := policy.CancelAnswered(cur, ct, attempt, answer, now)
-		return next, c.save(bg, next, nil, events, now)
+		return next, c.save(bg, next, events, now)
 	})
 }
 
@@ -133,7 +133,7 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 	}
 	retry := StepResult{Op: op, Until: now.Add(c.leaseRetry)}
 	if !resend {
-		err := c.save(ctx, next, nil, events, now)
+		err := c.save(ctx, next, events, now)
 		if errors.Is(err, pollwarden.ErrConflict) || errors.Is(err, pollwarden.ErrLeaseHeld) {
 			return retry, true, nil
 		}

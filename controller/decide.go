@@ -35,7 +35,7 @@ func (c *Controller) decideOnce(ctx context.Context, ex *contract.Extractor, id 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.save(ctx, next, nil, events, now); err != nil {
+	if err := c.save(ctx, next, events, now); err != nil {
 		return nil, err
 	}
 	return next, nil
@@ -71,7 +71,7 @@ func (c *Controller) RequestExtension(ctx context.Context, id string, actor poll
 		}
 		now := c.clock.Now()
 		events := policy.RequestExtension(op, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)
-		if err := c.save(ctx, op, nil, events, now); err != nil {
+		if err := c.save(ctx, op, events, now); err != nil {
 			return nil, err
 		}
 		return op, nil

@@ -207,7 +207,7 @@ func (c *Controller) settle(ctx context.Context, g policy.GateResult, now time.T
 }
 
 func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now time.Time) (StepResult, error) {
-	err := c.save(ctx, g.Op, nil, g.Events, now)
+	err := c.save(ctx, g.Op, g.Events, now)
 	if errors.Is(err, pollwarden.ErrConflict) || errors.Is(err, pollwarden.ErrLeaseHeld) {
 		// Someone else changed the record or is mid-request: look again soon.
 		return StepResult{Op: g.Op, Until: now.Add(c.leaseRetry)}, nil
@@ -215,8 +215,12 @@ func (c *Controller) saveUnleased(ctx context.Context, g policy.GateResult, now 
 	return StepResult{Op: g.Op}, err
 }
 
-func (c *Controller) save(ctx context.Context, op *pollwarden.Operation, lease *pollwarden.Lease, events []pollwarden.Event, now time.Time) error {
-	return c.write(ctx, pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now})
+// save writes a change made without a lease (a decision, a cancel, a
+// gate's answer): the store refuses it with ErrLeaseHeld while a step
+// holds the lease, so it never lands in the middle of a request. A step's
+// own writes go through saveRelease.
+func (c *Controller) save(ctx context.Context, op *pollwarden.Operation, events []pollwarden.Event, now time.Time) error {
+	return c.write(ctx, pollwarden.SaveParams{Op: op, Events: events, Now: now})
 }
 
 // saveRelease saves a step's last change and frees its lease in the same

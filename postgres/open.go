@@ -19,21 +19,16 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"regexp"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pollwarden/pollwarden/audit"
-	"github.com/pollwarden/pollwarden/internal/storerow"
+	"github.com/pollwarden/pollwarden/internal/sqlstore"
 )
 
 // DefaultSchema is where Open keeps the store's tables when Options.Schema
@@ -65,29 +60,37 @@ type Options struct {
 	// pollwarden's tables fails with ErrNoStore, one older than this
 	// pollwarden's with ErrSchemaBehind.
 	ReadOnly bool
+	// migrations replaces the embedded migration files (a "migration"
+	// directory of NNN_name.sql): only the conformance suite sets it,
+	// through export_test.go, to make stores of an older schema.
+	migrations fs.FS
 }
 
 // ErrNoStore and ErrSchemaBehind are a read-only open's refusals (see
 // Options.ReadOnly); the same values as sqlite's.
 var (
-	ErrNoStore      = storerow.ErrNoStore
-	ErrSchemaBehind = storerow.ErrSchemaBehind
+	ErrNoStore      = sqlstore.ErrNoStore
+	ErrSchemaBehind = sqlstore.ErrSchemaBehind
 )
 
-// Store implements pollwarden.Store over a PostgreSQL database.
+// Store implements pollwarden.Store and pollwarden.Outbox over a
+// PostgreSQL database: the shared SQL store (sqlstore) over PostgreSQL's
+// dialect.
 type Store struct {
+	*sqlstore.Store
 	pool   *pgxpool.Pool
 	schema string
-	sealer audit.Sealer
 	// callerClock: see Options.callerClock.
 	callerClock bool
-	// mode caches the store's sealing key id ("" = plain) once read; it
-	// never changes after the first append writes it.
-	modeMu    sync.Mutex
-	mode      string
-	modeKnown bool
-	closeOnce sync.Once
+	binds       *binds
+	// migrations are the schema steps (see Options.migrations).
+	migrations fs.FS
+	closeOnce  sync.Once
 }
+
+// ErrSealing: the store's sealing and the key given to Open disagree, so
+// events cannot be appended (see CheckSealing); the same value as sqlite's.
+var ErrSealing = sqlstore.ErrSealing
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -122,7 +125,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool, schema: schema, sealer: opts.Sealer, callerClock: opts.callerClock}
+	s := &Store{pool: pool, schema: schema, callerClock: opts.callerClock, binds: &binds{}, migrations: opts.migrations}
+	if s.migrations == nil {
+		s.migrations = migrationFiles
+	}
+	s.Store = sqlstore.New(dialect{s}, opts.Sealer)
 	prepare := s.migrate
 	if opts.ReadOnly {
 		prepare = s.checkSchema
@@ -150,83 +157,37 @@ func (s *Store) Close() error {
 //go:embed migration/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migration/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, n := range names {
-		base := path.Base(n)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %q: name must be NNN_name.sql", base)
-		}
-		b, err := migrationFiles.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %q: expected number %d", m.name, i+1)
-		}
-	}
-	return out, nil
-}
-
 // migrate creates the schema and applies the missing migrations in one
 // transaction holding an advisory lock named after the schema, so replicas
 // starting together apply each step once: the others wait for the lock,
 // then find nothing left to do. DDL is transactional in PostgreSQL, so a
 // failed step leaves the schema as it was.
 func (s *Store) migrate(ctx context.Context) error {
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "pollwarden migrate "+s.schema); err != nil {
-			return fmt.Errorf("take migration lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{s.schema}.Sanitize()); err != nil {
-			return fmt.Errorf("create schema: %w", err)
-		}
-		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
-			version    integer     NOT NULL PRIMARY KEY,
-			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`)
-		if err != nil {
-			return fmt.Errorf("create migrations table: %w", err)
-		}
-		var applied int
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
-			return fmt.Errorf("read migrations: %w", err)
-		}
-		if applied > len(all) {
-			return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
-		}
-		for _, m := range all[applied:] {
-			// Simple protocol: a migration is several statements.
-			if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO pollwarden_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
-			}
-		}
-		return nil
-	})
+	return sqlstore.Migrate(ctx, schema{dialect{s}}, s.migrations, "migration")
 }
+
+// schema is PostgreSQL's side of the migrations runner.
+type schema struct{ dialect }
+
+// Adopt takes the migration lock and creates the schema when missing.
+func (sc schema) Adopt(ctx context.Context, tx sqlstore.Querier) error {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", "pollwarden migrate "+sc.s.schema); err != nil {
+		return fmt.Errorf("take migration lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{sc.s.schema}.Sanitize()); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
+}
+
+// ExecScript runs the file with the simple protocol: it holds several
+// statements.
+func (schema) ExecScript(ctx context.Context, tx sqlstore.Querier, script string) error {
+	_, err := tx.(querier).c.Exec(ctx, script, pgx.QueryExecModeSimpleProtocol)
+	return err
+}
+
+func (schema) Finish(context.Context, sqlstore.Querier) error { return nil }
 
 // checkSchema is migrate for a read-only open: it only reads, and accepts
 // only a schema holding this pollwarden's store.
@@ -240,22 +201,10 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if tables == 0 {
 		return fmt.Errorf("%w: the schema has no pollwarden tables (a command that only reads never creates them)", ErrNoStore)
 	}
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	var applied int
-	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
-		return fmt.Errorf("read migrations: %w", err)
-	}
-	switch {
-	case applied < len(all):
-		return fmt.Errorf("%w: version %d, this pollwarden's is %d; a command that only reads never migrates, so run one that writes (wait, serve) once", ErrSchemaBehind, applied, len(all))
-	case applied > len(all):
-		return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
-	}
-	return nil
+	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), s.migrations, "migration")
 }
 
-// errNoRows reports pgx's "no rows" in a form callers of this package test.
-func errNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+// write runs fn in one transaction and commits it.
+func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/postgres"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // verifyChain walks the whole store-wide chain with EventScan, a page at a
@@ -178,7 +179,7 @@ func TestReplicasLeasedIncrements(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM "+schema+".pollwarden_migrations").Scan(&migrations); err != nil {
 		t.Fatal(err)
 	}
-	if want := migrationCount(t); migrations != want {
+	if want := storetest.MigrationCount(t, "migration"); migrations != want {
 		t.Fatalf("%d migration rows after %d concurrent opens, want %d", migrations, replicas, want)
 	}
 }

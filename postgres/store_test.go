@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/postgres"
 	"github.com/pollwarden/pollwarden/storetest"
 )
@@ -72,15 +70,6 @@ func openFresh(t *testing.T, opts postgres.Options) *postgres.Store {
 	return openIn(t, freshSchema(t), opts)
 }
 
-func sealKey(t testing.TB, b byte) *audit.SealKey {
-	t.Helper()
-	k, err := audit.NewSealKey(bytes.Repeat([]byte{b}, audit.SealKeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // TestConformance runs the common suite, which moves time by hand through
 // the callers' Now, on a store that decides leases with it as SQLite does;
 // TestConformanceStoreClock holds the real driver, on the database's
@@ -93,7 +82,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceSealed(t *testing.T) {
 	testURL(t)
 	storetest.Run(t, func(t *testing.T) pollwarden.Store {
-		return openFresh(t, postgres.CallerClock(postgres.Options{Sealer: sealKey(t, 1)}))
+		return openFresh(t, postgres.CallerClock(postgres.Options{Sealer: storetest.SealKey(t, 1)}))
 	})
 }
 

@@ -180,11 +180,18 @@ func BenchmarkClaimLatency(b *testing.B) {
 	}
 }
 
+// leaseStore is a store that also takes a lease without a reservation, as
+// both drivers do (pollwarden.Store itself no longer has LeaseAcquire).
+type leaseStore interface {
+	pollwarden.Store
+	LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error)
+}
+
 func benchClaim(b *testing.B, driver string, claimers int) {
 	const ops, batch = 5000, scheduler.DefaultBatch
 	r := newRig(b)
 	ex := benchContract(b, r)
-	stores := make([]pollwarden.Store, claimers)
+	stores := make([]leaseStore, claimers)
 	switch driver {
 	case "sqlite":
 		submitOps(b, r, r.store, ex, ops)

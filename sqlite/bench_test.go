@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // BenchmarkSave measures one OperationSave, the write a poll makes, at each
@@ -18,7 +19,7 @@ func BenchmarkSave(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/events=%s", sync, events), func(b *testing.B) {
 				opts := sqlite.Options{Synchronous: sync}
 				if events == "sealed" {
-					opts.Sealer = sealKey(b, 1)
+					opts.Sealer = storetest.SealKey(b, 1)
 				}
 				s, err := sqlite.Open(b.Context(), b.TempDir()+"/bench.db", opts)
 				if err != nil {

@@ -50,7 +50,7 @@ func TestDueQueryWalksTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	q, args := listSQL(pollwarden.ListParams{DueBefore: time.Now(), Limit: 10})
+	q, args := s.ListQuery(pollwarden.ListParams{DueBefore: time.Now(), Limit: 10, Phase: pollwarden.PhaseWaiting})
 	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		t.Fatal(err)

@@ -3,27 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"testing"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/internal/storerow"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
-// AppendBulk appends events to an existing operation through the store's
-// own append path (sealing, numbering, hashing), many per transaction: a
-// test helper to build large stores quickly.
+// AppendBulk appends events to an existing operation, many per
+// transaction: a test helper to build large stores quickly.
 func AppendBulk(ctx context.Context, s *Store, opID string, events []pollwarden.Event) error {
-	evs, err := storerow.PrepareEvents(s.sealer, opID, events)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		var cs storerow.Chain
-		err := tx.QueryRowContext(ctx, "SELECT "+headCols+", "+seqCol+" FROM operations WHERE id = ?", opID).Scan(&cs.Pos, &cs.Hash, &cs.Seq)
-		if err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, opID, cs, evs)
-	})
+	return s.Store.AppendBulk(ctx, opID, events)
 }
 
 // HoldWrites takes the writer slot as a committing goroutine does, so a
@@ -42,3 +31,19 @@ func PendingWrites(s *Store) int {
 
 // Write runs fn through the store's write path (grouped like every write).
 func Write(ctx context.Context, s *Store, fn func(*sql.Tx) error) error { return s.write(ctx, fn) }
+
+// MigratedTo returns o with only the first v migration steps, for the
+// migration cases of the conformance suite.
+func MigratedTo(t testing.TB, o Options, v int) Options {
+	o.migrations = storetest.FirstSteps(t, migrationFiles, "migration", v)
+	return o
+}
+
+// ExecRaw runs one statement through the store's write path, whatever its
+// schema version.
+func ExecRaw(ctx context.Context, s *Store, query string, args ...any) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
+}

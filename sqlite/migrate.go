@@ -6,14 +6,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/pollwarden/pollwarden/internal/storerow"
+	"github.com/pollwarden/pollwarden/internal/sqlstore"
 )
 
 // migrationFiles are the numbered schema steps, NNN_name.sql, applied in
@@ -22,40 +17,6 @@ import (
 //
 //go:embed migration/*.sql
 var migrationFiles embed.FS
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migration/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, n := range names {
-		base := path.Base(n)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %q: name must be NNN_name.sql", base)
-		}
-		b, err := migrationFiles.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %q: expected number %d", m.name, i+1)
-		}
-	}
-	return out, nil
-}
 
 // identity is what a file says about its owner.
 type identity struct {
@@ -133,79 +94,55 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if id.appID != ApplicationID {
 		return fmt.Errorf("%w: the SQLite database holds no pollwarden schema (a command that only reads never creates one)", ErrNoStore)
 	}
-	all, err := migrations()
-	if err != nil {
-		return err
-	}
-	var applied int
-	if err := s.db.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
-		return fmt.Errorf("read migrations: %w", err)
-	}
-	switch {
-	case applied < len(all):
-		return fmt.Errorf("%w: version %d, this pollwarden's is %d; a command that only reads never migrates, so run one that writes (wait, serve) once", ErrSchemaBehind, applied, len(all))
-	case applied > len(all):
-		return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
-	}
-	return nil
+	return sqlstore.CheckSchema(ctx, dialect{s}.Reader(), s.migrations, "migration")
 }
 
 // migrate applies the missing migrations in one IMMEDIATE transaction, so
 // two processes creating the same new file at once apply each step once:
 // the second waits for the lock, then finds nothing left to do.
 func (s *Store) migrate(ctx context.Context) error {
-	all, err := migrations()
+	return sqlstore.Migrate(ctx, schema{dialect{s}}, s.migrations, "migration")
+}
+
+// schema is SQLite's side of the migrations runner.
+type schema struct{ dialect }
+
+// Adopt checks the file again, under the write lock, and marks a new one
+// with pollwarden's application id.
+func (sc schema) Adopt(ctx context.Context, q sqlstore.Querier) error {
+	tx := q.(querier).tx
+	id, err := readIdentity(ctx, tx)
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		id, err := readIdentity(ctx, tx) // again, under the write lock
-		if err != nil {
-			return err
+	if err := id.check(); err != nil {
+		return err
+	}
+	if id.appID == 0 {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
+			return fmt.Errorf("set application_id: %w", err)
 		}
-		if err := id.check(); err != nil {
-			return err
-		}
-		if id.appID == 0 {
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
-				return fmt.Errorf("set application_id: %w", err)
-			}
-		}
-		_, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
-			version INTEGER NOT NULL PRIMARY KEY,
-			name TEXT NOT NULL,
-			applied_at TEXT NOT NULL) STRICT`)
-		if err != nil {
-			return fmt.Errorf("create migrations table: %w", err)
-		}
-		var applied int
-		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM pollwarden_migrations").Scan(&applied); err != nil {
-			return fmt.Errorf("read migrations: %w", err)
-		}
-		if applied > len(all) {
-			return fmt.Errorf("the store's schema version %d is newer than this pollwarden knows (%d); upgrade pollwarden", applied, len(all))
-		}
-		for _, m := range all[applied:] {
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.name, err)
-			}
-			_, err := tx.ExecContext(ctx, "INSERT INTO pollwarden_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.version, m.name, storerow.FormatTime(time.Now()))
-			if err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
-			}
-		}
-		// Stores made before the release kept one audit chain per
-		// operation, in an events table without positions; 001 was
-		// rewritten for the store-wide chain before anything shipped.
-		var hasPos int
-		err = tx.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'pos'").Scan(&hasPos)
-		if err != nil {
-			return fmt.Errorf("read schema: %w", err)
-		}
-		if hasPos == 0 {
-			return errors.New("this store was made by a pre-release pollwarden (per-operation audit chains) and cannot be used; move it aside and start a new one")
-		}
-		return nil
-	})
+	}
+	return nil
+}
+
+// ExecScript runs the file unprepared: it holds several statements.
+func (schema) ExecScript(ctx context.Context, q sqlstore.Querier, script string) error {
+	_, err := q.(querier).tx.ExecContext(ctx, script)
+	return err
+}
+
+// Finish refuses a store made before the release, which kept one audit
+// chain per operation, in an events table without positions; 001 was
+// rewritten for the store-wide chain before anything shipped.
+func (schema) Finish(ctx context.Context, q sqlstore.Querier) error {
+	var hasPos int
+	err := q.QueryRow(ctx, "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'pos'").Scan(&hasPos)
+	if err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	if hasPos == 0 {
+		return errors.New("this store was made by a pre-release pollwarden (per-operation audit chains) and cannot be used; move it aside and start a new one")
+	}
+	return nil
 }

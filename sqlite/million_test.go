@@ -12,6 +12,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // TestVerifyMillion builds a store of 1,000,000 events (10,000 operations
@@ -37,7 +38,7 @@ func TestVerifyMillion(t *testing.T) {
 	var opts sqlite.Options
 	opts.Synchronous = "NORMAL"
 	if os.Getenv("POLLWARDEN_VERIFY_1M_SEALED") != "" {
-		opts.Sealer = sealKey(t, 7)
+		opts.Sealer = storetest.SealKey(t, 7)
 	}
 	const ops, perOp = 10_000, 100
 	start := time.Now()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // The helper process is this test binary run again with these variables set;
@@ -139,7 +141,7 @@ func TestMultiProcessCreate(t *testing.T) {
 		if err != nil || len(ops) != children {
 			t.Fatalf("round %d: %d operations (%v), want %d", round, len(ops), err, children)
 		}
-		if got, want := rawQuery(t, path, "SELECT count(*) FROM pollwarden_migrations"), migrationCount(t); got != want {
+		if got, want := rawQuery(t, path, "SELECT count(*) FROM pollwarden_migrations"), strconv.Itoa(storetest.MigrationCount(t, "migration")); got != want {
 			t.Fatalf("round %d: %s migration rows, want %s", round, got, want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden/audit"
-	"github.com/pollwarden/pollwarden/internal/storerow"
+	"github.com/pollwarden/pollwarden/internal/sqlstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -44,10 +45,15 @@ var (
 	ErrUnusable = errors.New("cannot keep a store here")
 	// ErrNoStore: a read-only open found no store (see Options.ReadOnly).
 	// The same value as postgres.ErrNoStore.
-	ErrNoStore = storerow.ErrNoStore
+	ErrNoStore = sqlstore.ErrNoStore
 	// ErrSchemaBehind: a read-only open found an older schema, which only
 	// a read-write open migrates.
-	ErrSchemaBehind = storerow.ErrSchemaBehind
+	ErrSchemaBehind = sqlstore.ErrSchemaBehind
+	// ErrSealing: the store's sealing and the key given to Open disagree,
+	// so events cannot be appended (see CheckSealing). It is the same value
+	// in every driver; such errors also wrap audit.ErrNoKey or
+	// audit.ErrWrongKey.
+	ErrSealing = sqlstore.ErrSealing
 )
 
 // DefaultBusyTimeout is how long SQLite itself waits for another
@@ -79,10 +85,16 @@ type Options struct {
 	// nothing (see CheckSealing). EventScan, AuditHead and verification
 	// need no key.
 	Sealer audit.Sealer
+	// migrations replaces the embedded migration files (a "migration"
+	// directory of NNN_name.sql): only the conformance suite sets it,
+	// through export_test.go, to make stores of an older schema.
+	migrations fs.FS
 }
 
-// Store implements pollwarden.Store over one SQLite file.
+// Store implements pollwarden.Store and pollwarden.Outbox over one SQLite
+// file: the shared SQL store (sqlstore) over SQLite's dialect.
 type Store struct {
+	*sqlstore.Store
 	db   *sql.DB
 	path string
 	file *openFile
@@ -96,17 +108,11 @@ type Store struct {
 	gmu       sync.Mutex
 	group     []*pendingWrite
 	closeOnce sync.Once
-	sealer    audit.Sealer
-	// mode caches the store's sealing key id ("" = plain) once read; it
-	// never changes after the first append writes it.
-	modeMu    sync.Mutex
-	mode      string
-	modeKnown bool
-	// The statements of writes with events (see prepareStatements).
-	insertStmt, createChainStmt, saveChainStmt *sql.Stmt
-	// The statements of a step's writes and reads (see prepareHot).
-	hotStmts
-	closeErr error
+	// stmts are the store's statements, prepared once (see stmtCache).
+	stmts *stmtCache
+	// migrations are the schema steps (see Options.migrations).
+	migrations fs.FS
+	closeErr   error
 }
 
 // Open opens the store at path, creating and migrating it when the file does
@@ -152,21 +158,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, path: abs, sealer: opts.Sealer, wslot: make(chan struct{}, 1)}
+	s := &Store{db: db, path: abs, wslot: make(chan struct{}, 1), stmts: &stmtCache{db: db}, migrations: opts.migrations}
+	if s.migrations == nil {
+		s.migrations = migrationFiles
+	}
+	s.Store = sqlstore.New(dialect{s}, opts.Sealer)
 	if opts.ReadOnly {
 		err = s.checkSchema(ctx)
 	} else {
 		err = s.init(ctx)
 	}
-	if err == nil {
-		err = s.prepareStatements(ctx)
-	}
-	if err == nil {
-		err = s.prepareHot(ctx)
-	}
 	if err != nil {
-		s.closeStatements()
-		s.closeHot()
+		s.stmts.close()
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
@@ -189,8 +192,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		files.Lock()
 		defer files.Unlock()
-		s.closeStatements()
-		s.closeHot()
+		s.stmts.close()
 		s.closeErr = s.db.Close()
 		files.release(s.file)
 	})

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // snapshot records a directory's names and file contents, to prove that a
@@ -189,7 +190,7 @@ func TestOpenEmptyFileAndReopen(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	}
-	if got, want := rawQuery(t, path, "SELECT count(*) FROM pollwarden_migrations"), migrationCount(t); got != want {
+	if got, want := rawQuery(t, path, "SELECT count(*) FROM pollwarden_migrations"), strconv.Itoa(storetest.MigrationCount(t, "migration")); got != want {
 		t.Fatalf("%s migrations recorded, want %s", got, want)
 	}
 	if got := rawQuery(t, path, "PRAGMA application_id"); got != "1886350444" {

@@ -11,16 +11,8 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
 )
-
-func sealKey(t testing.TB, b byte) *audit.SealKey {
-	t.Helper()
-	k, err := audit.NewSealKey(bytes.Repeat([]byte{b}, audit.SealKeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func open(t *testing.T, path string, opts sqlite.Options) *sqlite.Store {
 	t.Helper()
@@ -72,7 +64,7 @@ func TestSealedStoreHoldsNoPlaintext(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "pw.db")
 			opts := sqlite.Options{}
 			if sealed {
-				opts.Sealer = sealKey(t, 1)
+				opts.Sealer = storetest.SealKey(t, 1)
 			}
 			s := open(t, path, opts)
 			writeSecrets(t, s)
@@ -111,7 +103,7 @@ func reopen(t *testing.T, path string, opts sqlite.Options) *sqlite.Store {
 
 func TestSealingKeyMismatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pw.db")
-	key, other := sealKey(t, 1), sealKey(t, 2)
+	key, other := storetest.SealKey(t, 1), storetest.SealKey(t, 2)
 	s := reopen(t, path, sqlite.Options{Sealer: key})
 	if err := s.CheckSealing(t.Context()); err != nil {
 		t.Fatalf("CheckSealing of a new store: %v", err)

@@ -27,5 +27,7 @@ func TestConformanceNormal(t *testing.T) {
 }
 
 func TestConformanceSealed(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{Sealer: sealKey(t, 1)}) })
+	storetest.Run(t, func(t *testing.T) pollwarden.Store {
+		return openTemp(t, sqlite.Options{Sealer: storetest.SealKey(t, 1)})
+	})
 }

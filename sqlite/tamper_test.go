@@ -15,6 +15,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/sqlite"
+	"github.com/pollwarden/pollwarden/storetest"
 )
 
 // These tests tamper with a real store file the way an attacker with write
@@ -110,7 +111,7 @@ func TestTamperDetected(t *testing.T) {
 		mode := map[bool]string{false: "plain", true: "sealed"}[sealed]
 		opts := sqlite.Options{}
 		if sealed {
-			opts.Sealer = sealKey(t, 1)
+			opts.Sealer = storetest.SealKey(t, 1)
 		}
 		prepare := func(t *testing.T) (string, *sql.DB) {
 			path := filepath.Join(t.TempDir(), "pw.db")

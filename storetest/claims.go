@@ -53,8 +53,8 @@ func testClaimTakesLeaseAndReserves(t *testing.T, s pollwarden.Store) {
 	if evs[1].Kind != pollwarden.EventRequestSent || evs[1].Data.RequestsUsed != 1 {
 		t.Fatalf("the reservation's event: %+v", evs[1])
 	}
-	// The claim holds the lease like LeaseAcquire does.
-	wantErr(t, "acquire after a claim", tryAcquire(t, s, "op-1", "b", t0), pollwarden.ErrLeaseHeld)
+	// The claim holds the lease against every other claim.
+	wantErr(t, "a lease-only claim after a claim", tryAcquire(t, s, "op-1", "b", t0), pollwarden.ErrLeaseHeld)
 	before := calls.Load()
 	_, _, err = claim(t, s, "op-1", "b", t0.Add(ttl-1), &calls)
 	wantErr(t, "claim of a held lease", err, pollwarden.ErrLeaseHeld)

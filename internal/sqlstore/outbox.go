@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// CheckEnqueue refuses an outbox enqueue that would store a message no
+// checkEnqueue refuses an outbox enqueue that would store a message no
 // dispatcher could send, or move the cursor backwards.
-func CheckEnqueue(p pollwarden.OutboxEnqueueParams) error {
+func checkEnqueue(p pollwarden.OutboxEnqueueParams) error {
 	if p.From < -1 || p.To < p.From || p.To < 0 {
 		return fmt.Errorf("%w: cursor move from %d to %d", pollwarden.ErrInvalid, p.From, p.To)
 	}
@@ -20,23 +20,23 @@ func CheckEnqueue(p pollwarden.OutboxEnqueueParams) error {
 		case m.EventPos <= p.From || m.EventPos > p.To:
 			return fmt.Errorf("%w: message %d: event %d outside the enqueued range (%d, %d]", pollwarden.ErrInvalid, i, m.EventPos, p.From, p.To)
 		}
-		if err := CheckTime("message created_at", m.CreatedAt); err != nil || m.CreatedAt.IsZero() {
+		if err := checkTime("message created_at", m.CreatedAt); err != nil || m.CreatedAt.IsZero() {
 			return fmt.Errorf("%w: message %d: created_at %v", pollwarden.ErrInvalid, i, m.CreatedAt)
 		}
 	}
 	return nil
 }
 
-// CheckOutboxClaim refuses a claim without an owner, a time or a positive TTL.
-func CheckOutboxClaim(p pollwarden.OutboxClaimParams) error {
+// checkOutboxClaim refuses a claim without an owner, a time or a positive TTL.
+func checkOutboxClaim(p pollwarden.OutboxClaimParams) error {
 	if p.Owner == "" || p.Now.IsZero() || p.TTL <= 0 {
 		return fmt.Errorf("%w: an outbox claim needs an owner, a time and a positive TTL", pollwarden.ErrInvalid)
 	}
-	return CheckTime("claim expiry", p.Now.Add(p.TTL))
+	return checkTime("claim expiry", p.Now.Add(p.TTL))
 }
 
-// CheckSettle refuses a settlement that names no claim or no result.
-func CheckSettle(p pollwarden.OutboxSettleParams) error {
+// checkSettle refuses a settlement that names no claim or no result.
+func checkSettle(p pollwarden.OutboxSettleParams) error {
 	switch {
 	case p.Seq <= 0 || p.Owner == "" || p.Attempt <= 0 || p.Now.IsZero():
 		return fmt.Errorf("%w: an outbox settlement needs a message, its owner, the attempt and a time", pollwarden.ErrInvalid)
@@ -45,46 +45,46 @@ func CheckSettle(p pollwarden.OutboxSettleParams) error {
 	case p.Status == pollwarden.OutboxPending && p.NextAttemptAt.IsZero():
 		return fmt.Errorf("%w: a retry needs its next attempt time", pollwarden.ErrInvalid)
 	}
-	return CheckTime("next attempt", p.NextAttemptAt)
+	return checkTime("next attempt", p.NextAttemptAt)
 }
 
-// ClaimLimit is the page a claim takes when it names none.
-func ClaimLimit(n int) int {
+// claimLimit is the page a claim takes when it names none.
+func claimLimit(n int) int {
 	if n <= 0 {
 		return 16
 	}
 	return n
 }
 
-// ParseTimePtr reads a stored nullable time.
-func ParseTimePtr(s *string) (*time.Time, error) {
+// parseTimePtr reads a stored nullable time.
+func parseTimePtr(s *string) (*time.Time, error) {
 	if s == nil {
 		return nil, nil
 	}
-	t, err := ParseTime(*s)
+	t, err := parseTime(*s)
 	if err != nil {
 		return nil, err
 	}
 	return &t, nil
 }
 
-// OutboxCols are the webhook_outbox columns ScanOutbox reads, in order.
-const OutboxCols = "seq, webhook_id, key, endpoint, event_pos, operation_id, type, body, created_at, status, " +
+// outboxCols are the webhook_outbox columns scanOutbox reads, in order.
+const outboxCols = "seq, webhook_id, key, endpoint, event_pos, operation_id, type, body, created_at, status, " +
 	"attempts, next_attempt_at, claim_owner, claim_expires_at, last_status, last_error, settled_at"
 
-// OutboxInsertCols are the columns an enqueue writes, in the order of
-// OutboxInsertArgs.
-const OutboxInsertCols = "webhook_id, key, endpoint, event_pos, operation_id, type, body, created_at, status, next_attempt_at"
+// outboxInsertCols are the columns an enqueue writes, in the order of
+// outboxInsertArgs.
+const outboxInsertCols = "webhook_id, key, endpoint, event_pos, operation_id, type, body, created_at, status, next_attempt_at"
 
-// OutboxInsertArgs are the values of OutboxInsertCols for m, pending and
+// outboxInsertArgs are the values of OutboxInsertCols for m, pending and
 // due at its creation.
-func OutboxInsertArgs(m pollwarden.OutboxMessage) []any {
+func outboxInsertArgs(m pollwarden.OutboxMessage) []any {
 	at := FormatTime(m.CreatedAt)
 	return []any{m.ID, m.Key, m.Endpoint, m.EventPos, m.OperationID, m.Type, m.Body, at, string(pollwarden.OutboxPending), at}
 }
 
-// ScanOutbox reads one row of OutboxCols through scan (a driver's Scan).
-func ScanOutbox(scan func(dest ...any) error) (pollwarden.OutboxMessage, error) {
+// scanOutbox reads one row of OutboxCols through scan (a driver's Scan).
+func scanOutbox(scan func(dest ...any) error) (pollwarden.OutboxMessage, error) {
 	var m pollwarden.OutboxMessage
 	var created, next, status string
 	var owner, claimExp, settled *string
@@ -97,23 +97,23 @@ func ScanOutbox(scan func(dest ...any) error) (pollwarden.OutboxMessage, error) 
 	if owner != nil {
 		m.ClaimOwner = *owner
 	}
-	if m.CreatedAt, err = ParseTime(created); err != nil {
+	if m.CreatedAt, err = parseTime(created); err != nil {
 		return m, err
 	}
-	if m.NextAttemptAt, err = ParseTime(next); err != nil {
+	if m.NextAttemptAt, err = parseTime(next); err != nil {
 		return m, err
 	}
-	if m.ClaimExpiresAt, err = ParseTimePtr(claimExp); err != nil {
+	if m.ClaimExpiresAt, err = parseTimePtr(claimExp); err != nil {
 		return m, err
 	}
-	m.SettledAt, err = ParseTimePtr(settled)
+	m.SettledAt, err = parseTimePtr(settled)
 	return m, err
 }
 
-// SettleArgs are the values of an outbox settlement's SET clause, in the
+// settleArgs are the values of an outbox settlement's SET clause, in the
 // order status, next_attempt_at, last_status, last_error, settled_at; the
 // claim is always cleared beside them.
-func SettleArgs(p pollwarden.OutboxSettleParams) []any {
+func settleArgs(p pollwarden.OutboxSettleParams) []any {
 	next := p.NextAttemptAt
 	var settled any
 	if p.Status != pollwarden.OutboxPending {
@@ -123,19 +123,19 @@ func SettleArgs(p pollwarden.OutboxSettleParams) []any {
 	return []any{string(p.Status), FormatTime(next), p.LastStatus, p.LastError, settled}
 }
 
-// OutboxRequeueSQL makes a settled message pending again; its placeholders
+// outboxRequeueSQL makes a settled message pending again; its placeholders
 // are the next attempt time and the seq, in that order ("?" or "$n" is the
 // driver's: pass the driver's placeholders).
-func OutboxRequeueSQL(next, seq string) string {
+func outboxRequeueSQL(next, seq string) string {
 	return "UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_attempt_at = " + next +
 		", claim_owner = NULL, claim_expires_at = NULL, settled_at = NULL" +
 		" WHERE seq = " + seq + " AND status <> 'pending'"
 }
 
-// RequeueMiss explains why a requeue changed no row: the message is unknown
+// requeueMiss explains why a requeue changed no row: the message is unknown
 // (ErrNotFound) or still pending (ErrConflict). pending is whether a row
 // with that seq exists at all, read after the failed update.
-func RequeueMiss(seq int64, exists bool) error {
+func requeueMiss(seq int64, exists bool) error {
 	if !exists {
 		return fmt.Errorf("%w: no webhook message %d", pollwarden.ErrNotFound, seq)
 	}

@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/pollwarden/pollwarden/audit"
 )
 
-// CheckClaim refuses, before any transaction, a claim that names no
+// checkClaim refuses, before any transaction, a claim that names no
 // operation, owner or reservation, asks for no lease time, or brings a copy
 // of another operation.
-func CheckClaim(p pollwarden.ClaimParams) error {
+func checkClaim(p pollwarden.ClaimParams) error {
 	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 || p.Reserve == nil {
 		return fmt.Errorf("%w: need an operation id, an owner, a positive TTL and a Reserve function", pollwarden.ErrInvalid)
 	}
@@ -21,8 +21,8 @@ func CheckClaim(p pollwarden.ClaimParams) error {
 	return nil
 }
 
-// Claim is what a claim transaction writes, decided by DecideClaim from
-// the row it read under the write lock.
+// Claim is what a claim transaction writes, decided from the row read
+// under the write lock.
 type Claim struct {
 	// Op is the record to store, its Version already incremented; nil
 	// when Reserve took nothing (then nothing is written).
@@ -36,57 +36,40 @@ type Claim struct {
 	Lease *pollwarden.Lease
 }
 
-// DecideClaim applies OperationClaim's rules to the stored row: the lease
-// must be free or expired at now (else ErrLeaseHeld, and Reserve is not
-// called); then Reserve sees a copy of the stored record, and the lease
-// is taken with the next epoch. Its events are prepared here, under the
-// write lock, because they are only known now; PreClaim avoids that when
-// the caller's copy is current.
-func DecideClaim(sealer audit.Sealer, stored *pollwarden.Operation, ls Lease, now time.Time, p pollwarden.ClaimParams) (Claim, error) {
-	if err := ls.Claimable(now); err != nil {
-		return Claim{}, err
-	}
-	cl, err := Reserve(sealer, stored, p)
-	if err != nil {
-		return Claim{}, err
-	}
-	return cl, cl.Take(ls, now, p)
-}
-
-// PreClaim runs the reservation on p.Have before the transaction, so that
+// preClaim runs the reservation on p.Have before the transaction, so that
 // the transaction, when it finds the stored version still Have's, only
 // checks and writes (see pollwarden.ClaimParams.Have): the decoding of the
 // stored record, the caller's checks and the events' encoding and sealing
 // then happen outside the store's write lock. It returns nil without Have.
-func PreClaim(sealer audit.Sealer, p pollwarden.ClaimParams) (*Claim, *pollwarden.Operation, error) {
+func preClaim(sealer audit.Sealer, p pollwarden.ClaimParams) (*Claim, *pollwarden.Operation, error) {
 	if p.Have == nil {
 		return nil, nil, nil
 	}
 	read := p.Have.Clone()
-	cl, err := Reserve(sealer, read, p)
+	cl, err := reserveOn(sealer, read, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &cl, read, nil
 }
 
-// Claimable reports ErrLeaseHeld while the stored lease is held at now.
-func (ls Lease) Claimable(now time.Time) error {
-	held, err := ls.HeldAt(now)
+// claimable reports ErrLeaseHeld while the stored lease is held at now.
+func (ls Lease) claimable(now time.Time) error {
+	held, err := ls.heldAt(now)
 	if err != nil {
 		return err
 	}
 	if held {
-		return ls.HeldError()
+		return ls.heldError()
 	}
 	return nil
 }
 
-// Reserve calls p.Reserve with a copy of read and checks its answer: a
+// reserveOn calls p.Reserve with a copy of read and checks its answer: a
 // reservation must keep the operation's id and the version it was given,
 // since it is saved over exactly that record. The Claim has no lease yet
-// (see Take); its Op is nil when Reserve took nothing.
-func Reserve(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.ClaimParams) (Claim, error) {
+// (see take); its Op is nil when Reserve took nothing.
+func reserveOn(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.ClaimParams) (Claim, error) {
 	next, events := p.Reserve(read.Clone())
 	if next == nil {
 		return Claim{}, nil
@@ -95,7 +78,7 @@ func Reserve(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.Claim
 		return Claim{}, fmt.Errorf("%w: the reservation is for operation %q version %d, the record read is %q version %d",
 			pollwarden.ErrInvalid, next.ID, next.Version, read.ID, read.Version)
 	}
-	prepared, err := PrepareEvents(sealer, read.ID, events)
+	prepared, err := prepareEvents(sealer, read.ID, events)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -104,15 +87,15 @@ func Reserve(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.Claim
 	return Claim{Op: &rec, Events: events, Prepared: prepared}, nil
 }
 
-// Take gives a reservation the lease it is stored with: the next epoch
+// take gives a reservation the lease it is stored with: the next epoch
 // after the stored one, expiring TTL after now. A refused claim (no Op)
 // takes nothing.
-func (c *Claim) Take(ls Lease, now time.Time, p pollwarden.ClaimParams) error {
+func (c *Claim) take(ls Lease, now time.Time, p pollwarden.ClaimParams) error {
 	if c.Op == nil {
 		return nil
 	}
 	exp := now.Add(p.TTL)
-	if err := CheckTime("lease expiry", exp); err != nil {
+	if err := checkTime("lease expiry", exp); err != nil {
 		return fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err)
 	}
 	c.Lease = &pollwarden.Lease{OperationID: c.Op.ID, Owner: p.Owner, Epoch: ls.Epoch + 1, ExpiresAt: exp}

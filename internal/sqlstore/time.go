@@ -1,37 +1,37 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
 	"time"
 )
 
-// Layout is RFC 3339 with exactly nine fractional digits, always in UTC:
+// layout is RFC 3339 with exactly nine fractional digits, always in UTC:
 // fixed width, so text order is time order, and exact to the nanosecond,
 // so a stored instant reads back time.Equal to the one written.
-const Layout = "2006-01-02T15:04:05.000000000Z07:00"
+const layout = "2006-01-02T15:04:05.000000000Z07:00"
 
 // FormatTime is t in the stored form.
-func FormatTime(t time.Time) string { return t.UTC().Format(Layout) }
+func FormatTime(t time.Time) string { return t.UTC().Format(layout) }
 
-// FormatTimePtr is FormatTime, or nil (SQL NULL) for a nil time.
-func FormatTimePtr(t *time.Time) any {
+// formatTimePtr is FormatTime, or nil (SQL NULL) for a nil time.
+func formatTimePtr(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
 	return FormatTime(*t)
 }
 
-// CheckTime rejects the years the fixed-width form cannot hold.
-func CheckTime(what string, t time.Time) error {
+// checkTime rejects the years the fixed-width form cannot hold.
+func checkTime(what string, t time.Time) error {
 	if y := t.UTC().Year(); y < 0 || y > 9999 {
 		return fmt.Errorf("%s: year %d outside [0, 9999]", what, y)
 	}
 	return nil
 }
 
-// ClampYear brings a bound outside the years the stored form holds to the
+// clampYear brings a bound outside the years the stored form holds to the
 // nearest one it holds, so "due before the year 20000" means "everything".
-func ClampYear(t time.Time) time.Time {
+func clampYear(t time.Time) time.Time {
 	switch y := t.UTC().Year(); {
 	case y < 0:
 		return time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -41,8 +41,8 @@ func ClampYear(t time.Time) time.Time {
 	return t
 }
 
-// ParseTime reads a stored time.
-func ParseTime(s string) (time.Time, error) {
+// parseTime reads a stored time.
+func parseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)

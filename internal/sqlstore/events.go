@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/pollwarden/pollwarden/audit"
 )
 
-// PrepareEvents fills in the operation id and encodes (and, with a sealer,
+// prepareEvents fills in the operation id and encodes (and, with a sealer,
 // seals) each payload before the transaction, so a bad event fails the call
 // without touching the store and no lock is held while sealing.
-func PrepareEvents(sealer audit.Sealer, opID string, events []pollwarden.Event) ([]pollwarden.Event, error) {
+func prepareEvents(sealer audit.Sealer, opID string, events []pollwarden.Event) ([]pollwarden.Event, error) {
 	out := make([]pollwarden.Event, len(events))
 	for i, e := range events {
 		if e.OperationID == "" {
@@ -19,7 +19,7 @@ func PrepareEvents(sealer audit.Sealer, opID string, events []pollwarden.Event) 
 		if e.OperationID != opID {
 			return nil, fmt.Errorf("%w: event %d names operation %q", pollwarden.ErrInvalid, i, e.OperationID)
 		}
-		if err := CheckTime("event time", e.At); err != nil {
+		if err := checkTime("event time", e.At); err != nil {
 			return nil, fmt.Errorf("%w: event %d: %v", pollwarden.ErrInvalid, i, err)
 		}
 		p, err := audit.SealPayload(sealer, e)
@@ -40,10 +40,10 @@ type Chain struct {
 	Seq  int64
 }
 
-// Link numbers e as the next event of the chain and of its operation and
+// link numbers e as the next event of the chain and of its operation and
 // computes its hash (R25); the caller then stores it. It must run under
 // the lock that serializes appends.
-func (c *Chain) Link(e *pollwarden.Event) {
+func (c *Chain) link(e *pollwarden.Event) {
 	c.Pos++
 	c.Seq++
 	e.Pos, e.Seq, e.PrevHash = c.Pos, c.Seq, c.Hash

@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import "errors"
 

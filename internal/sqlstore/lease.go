@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"fmt"
@@ -7,9 +7,29 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
+// storedLease is the lease columns as scanned: NULL owner and expiry when
+// no lease is held.
+type storedLease struct {
+	Owner   *string
+	Epoch   int64
+	Expires *string
+}
+
+// Lease is the driver-neutral form that holds the fencing rules.
+func (sl storedLease) Lease() Lease {
+	l := Lease{Epoch: sl.Epoch}
+	if sl.Owner != nil {
+		l.Owner = *sl.Owner
+	}
+	if sl.Expires != nil {
+		l.Expires = *sl.Expires
+	}
+	return l
+}
+
 // Lease is the lease as stored beside an operation. A lease is held while
 // now is strictly before its expiry: at the expiry instant it is already
-// free, for LeaseAcquire and OperationSave alike.
+// free, for a claim and OperationSave alike.
 type Lease struct {
 	// Owner and Expires are "" when no lease is stored.
 	Owner   string
@@ -17,33 +37,33 @@ type Lease struct {
 	Expires string
 }
 
-// HeldAt reports whether the stored lease is held at now.
-func (ls Lease) HeldAt(now time.Time) (bool, error) {
+// heldAt reports whether the stored lease is held at now.
+func (ls Lease) heldAt(now time.Time) (bool, error) {
 	if ls.Owner == "" || ls.Expires == "" {
 		return false, nil
 	}
-	exp, err := ParseTime(ls.Expires)
+	exp, err := parseTime(ls.Expires)
 	if err != nil {
 		return false, err
 	}
 	return now.Before(exp), nil
 }
 
-// HeldError is the ErrLeaseHeld error naming the current holder.
-func (ls Lease) HeldError() error {
+// heldError is the ErrLeaseHeld error naming the current holder.
+func (ls Lease) heldError() error {
 	return fmt.Errorf("%w: %q holds epoch %d until %s", pollwarden.ErrLeaseHeld, ls.Owner, ls.Epoch, ls.Expires)
 }
 
-// CheckWriter applies R22's fencing to a save: with a lease it must be the
+// checkWriter applies R22's fencing to a save: with a lease it must be the
 // current, unexpired one; without one, nobody else may hold the lease.
-func (ls Lease) CheckWriter(opID string, l *pollwarden.Lease, now time.Time) error {
-	held, err := ls.HeldAt(now)
+func (ls Lease) checkWriter(opID string, l *pollwarden.Lease, now time.Time) error {
+	held, err := ls.heldAt(now)
 	if err != nil {
 		return err
 	}
 	if l == nil {
 		if held {
-			return ls.HeldError()
+			return ls.heldError()
 		}
 		return nil
 	}

@@ -1,4 +1,4 @@
-package storerow
+package sqlstore
 
 import (
 	"errors"
@@ -13,17 +13,17 @@ import (
 // audit.ErrWrongKey when they apply. Both drivers return this one value.
 var ErrSealing = errors.New("audit key does not fit the store")
 
-// KeyID is the id of s, "" for none (plain payloads).
-func KeyID(s audit.Sealer) string {
+// keyID is the id of s, "" for none (plain payloads).
+func keyID(s audit.Sealer) string {
 	if s == nil {
 		return ""
 	}
 	return s.KeyID()
 }
 
-// SealMismatch explains why a store opened with key mine ("" = none)
+// sealMismatch explains why a store opened with key mine ("" = none)
 // cannot append to a store sealed with stored ("" = plain); nil when it can.
-func SealMismatch(stored, mine string) error {
+func sealMismatch(stored, mine string) error {
 	switch {
 	case stored == mine:
 		return nil
@@ -36,9 +36,9 @@ func SealMismatch(stored, mine string) error {
 	}
 }
 
-// PublishEvents hands the stored numbering back to the caller's slice once
+// publishEvents hands the stored numbering back to the caller's slice once
 // the transaction has committed.
-func PublishEvents(dst, stored []pollwarden.Event) {
+func publishEvents(dst, stored []pollwarden.Event) {
 	for i := range stored {
 		dst[i].Pos = stored[i].Pos
 		dst[i].OperationID = stored[i].OperationID

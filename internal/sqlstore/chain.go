@@ -1,0 +1,144 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+const eventCols = "pos, operation_id, seq, at, kind, payload, prev_hash, hash"
+
+const insertEventSQL = "INSERT INTO events (" + eventCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+// appendEvents places evs after cs and inserts them, in the caller's write
+// transaction, which read cs.Seq under the operation's row lock. Where
+// the chain's head has its own row (Syntax.HeadRow) it is locked here and
+// moved with the inserts: its lock, held until the commit, makes appends
+// from every process sharing the database run one at a time, so pos is
+// gap-free; lock order is always operation row, then chain head, so
+// writers cannot deadlock. Otherwise the transaction holds the database's
+// only write lock and cs.Pos and cs.Hash were read under it.
+func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Chain, evs []pollwarden.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if s.x.HeadRow {
+		if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1"+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
+			return fmt.Errorf("lock the audit chain head: %w", err)
+		}
+	}
+	// Under the write lock: two first appends cannot both record a mode.
+	if err := s.checkSealMode(ctx, tx); err != nil {
+		return err
+	}
+	stmts := make([]Stmt, 0, len(evs)+1)
+	for i := range evs {
+		e := &evs[i]
+		cs.link(e)
+		stmts = append(stmts, Stmt{insertEventSQL, []any{e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash}})
+	}
+	if s.x.HeadRow {
+		stmts = append(stmts, Stmt{"UPDATE audit_head SET pos = ?, hash = ? WHERE id = 1", []any{cs.Pos, cs.Hash}})
+	}
+	if err := tx.Batch(ctx, stmts); err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	return nil
+}
+
+// AppendBulk appends events to an existing operation through the store's
+// own append path (sealing, numbering, hashing), all in one transaction:
+// the way to build a large store quickly, e.g. for a test of scale.
+func (s *Store) AppendBulk(ctx context.Context, opID string, events []pollwarden.Event) error {
+	evs, err := prepareEvents(s.sealer, opID, events)
+	if err != nil {
+		return s.fail(err, "append to %q", opID)
+	}
+	err = s.d.Write(ctx, func(tx Querier) error {
+		var cs Chain
+		if err := scanOpRow(ctx, tx, "SELECT "+seqCol+" FROM operations WHERE id = ?"+s.x.ForUpdate, opID, &cs.Seq); err != nil {
+			return err
+		}
+		if !s.x.HeadRow {
+			if err := tx.QueryRow(ctx, "SELECT "+headCols).Scan(&cs.Pos, &cs.Hash); err != nil {
+				return err
+			}
+		}
+		return s.appendEvents(ctx, tx, opID, cs, evs)
+	})
+	if err != nil {
+		return s.fail(err, "append to %q", opID)
+	}
+	return nil
+}
+
+// checkSealMode makes sure this store's appends match the store's sealing:
+// the first append records it (sealed with this key, or plain), every
+// later one must agree, so a store never mixes plain and sealed payloads
+// and a missing or wrong key writes nothing.
+func (s *Store) checkSealMode(ctx context.Context, tx Querier) error {
+	s.modeMu.Lock()
+	mode, known := s.mode, s.modeKnown
+	s.modeMu.Unlock()
+	if !known {
+		stored, found, err := readSealMode(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !found {
+			// The first append decides. Not cached: the transaction may
+			// still roll back.
+			if _, err := tx.Exec(ctx, "INSERT INTO audit_settings (id, seal_key_id) VALUES (1, ?)", keyID(s.sealer)); err != nil {
+				return fmt.Errorf("record audit sealing: %w", err)
+			}
+			return nil
+		}
+		mode = stored
+		s.modeMu.Lock()
+		s.mode, s.modeKnown = stored, true // fixed once written (triggers)
+		s.modeMu.Unlock()
+	}
+	return sealMismatch(mode, keyID(s.sealer))
+}
+
+func readSealMode(ctx context.Context, q Querier) (keyID string, found bool, err error) {
+	err = q.QueryRow(ctx, "SELECT seal_key_id FROM audit_settings WHERE id = 1").Scan(&keyID)
+	if errors.Is(err, ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read audit sealing: %w", err)
+	}
+	return keyID, true, nil
+}
+
+// CheckSealing reports, without writing, whether this Store can append
+// events: nil for a store with no events yet, or one sealed with the key
+// given to Open (plain when none was given); else an ErrSealing error
+// naming the store's key and the given one. Commands that write call it
+// before doing anything else.
+func (s *Store) CheckSealing(ctx context.Context) error {
+	mode, found, err := readSealMode(ctx, s.d.Reader())
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if !found {
+		return nil
+	}
+	if err := sealMismatch(mode, keyID(s.sealer)); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	return nil
+}
+
+// SealKeyID returns the id of the key the store's payloads are sealed with:
+// "" with sealed false for a plain store or one with no events yet.
+func (s *Store) SealKeyID(ctx context.Context) (keyID string, sealed bool, err error) {
+	mode, _, err := readSealMode(ctx, s.d.Reader())
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", s.name, err)
+	}
+	return mode, mode != "", nil
+}

@@ -1,0 +1,92 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNoRows is what a Row's Scan returns when the query found nothing; a
+// driver maps its client's own value to it.
+var ErrNoRows = errors.New("no rows in result set")
+
+// Row is one row of a query (database/sql's and pgx's both fit).
+type Row interface{ Scan(dest ...any) error }
+
+// Rows is the cursor of a query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Stmt is one statement and its arguments, for Querier.Batch.
+type Stmt struct {
+	SQL  string
+	Args []any
+}
+
+// Querier runs statements written with "?" placeholders (a driver
+// rewrites them into its own). A write transaction is one; so is the
+// store's connection pool, for reads.
+type Querier interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// Batch runs the statements in order (in one round trip where the
+	// client can).
+	Batch(ctx context.Context, stmts []Stmt) error
+}
+
+// Dialect is what a driver brings to the shared store.
+type Dialect interface {
+	// Write runs fn in one write transaction and commits it. fn may run
+	// more than once (a retried or regrouped transaction), so it must not
+	// change caller state; results are published after Write returns nil.
+	Write(ctx context.Context, fn func(Querier) error) error
+	// Reader runs reads outside any transaction.
+	Reader() Querier
+	// LeaseNow is the instant every lease decision of a write is made at,
+	// read inside the write after its row lock: the caller's time (or the
+	// wall clock when zero) where the store serves one machine, the
+	// database's clock where replicas on many machines share it.
+	LeaseNow(ctx context.Context, tx Querier, caller time.Time) (time.Time, error)
+	// Syntax is the dialect's SQL.
+	Syntax() Syntax
+}
+
+// Syntax is where the dialects' SQL differs.
+type Syntax struct {
+	// Name prefixes every error of the store ("sqlite", "postgres").
+	Name string
+	// MigrationsTable is the DDL of pollwarden_migrations (version, name,
+	// applied_at), IF NOT EXISTS.
+	MigrationsTable string
+	// ForUpdate follows the SELECT of a row a write will change:
+	// " FOR UPDATE" where rows are locked one at a time, "" where the
+	// transaction already holds the database's only write lock.
+	ForUpdate string
+	// SkipLocked follows the subquery that picks outbox messages to claim:
+	// " FOR UPDATE SKIP LOCKED" lets claimers pass each other's rows.
+	SkipLocked string
+	// HeadRow: the audit chain's head is kept in the one-row audit_head
+	// table, locked before an append and moved after it (several writers
+	// at once); otherwise it is read from events, under the write lock.
+	HeadRow bool
+	// CreatedOrder is the expression that numbers a new operation, "" when
+	// the column numbers itself.
+	CreatedOrder string
+	// Hints names the index a query must use (SQLite's INDEXED BY, for a
+	// planner without statistics); nil for none.
+	Hints bool
+}
+
+// hint is " INDEXED BY index" when the dialect takes hints.
+func (x Syntax) hint(index string) string {
+	if !x.Hints {
+		return ""
+	}
+	return " INDEXED BY " + index
+}

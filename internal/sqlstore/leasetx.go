@@ -1,0 +1,143 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// LeaseAcquire takes the operation's lease when it is free or expired on
+// the lease clock (see Dialect.LeaseNow), with the next epoch, without
+// reserving anything: ErrLeaseHeld while another holds it. It is not part
+// of pollwarden.Store (a step claims with OperationClaim); it is the
+// embedder's way to hold an operation away from schedulers, and tests' way
+// to play another process holding it.
+func (s *Store) LeaseAcquire(ctx context.Context, p pollwarden.LeaseParams) (*pollwarden.Lease, error) {
+	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 {
+		return nil, fmt.Errorf("%s: acquire lease on %q: %w: need an operation id, an owner and a positive TTL",
+			s.name, p.OperationID, pollwarden.ErrInvalid)
+	}
+	var l pollwarden.Lease
+	err := s.d.Write(ctx, func(tx Querier) error {
+		var sl storedLease
+		now, err := s.readLocked(ctx, tx, "SELECT "+leaseCols+" FROM operations WHERE id = ?"+s.x.ForUpdate, p.OperationID, p.Now,
+			&sl.Owner, &sl.Epoch, &sl.Expires)
+		if err != nil {
+			return err
+		}
+		exp := now.Add(p.TTL)
+		if err := checkTime("lease expiry", exp); err != nil {
+			return fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err)
+		}
+		if err := sl.Lease().claimable(now); err != nil {
+			return err
+		}
+		l = pollwarden.Lease{OperationID: p.OperationID, Owner: p.Owner, Epoch: sl.Epoch + 1, ExpiresAt: exp}
+		_, err = tx.Exec(ctx, "UPDATE operations SET lease_owner = ?, lease_epoch = ?, lease_expires_at = ? WHERE id = ?",
+			l.Owner, l.Epoch, FormatTime(exp), p.OperationID)
+		return err
+	})
+	if err != nil {
+		return nil, s.fail(err, "acquire lease on %q", p.OperationID)
+	}
+	return &l, nil
+}
+
+// LeaseRelease frees the lease only if l is still the current one (same
+// owner and epoch); a lease already lost or taken over is left alone. The
+// epoch is kept, so the next holder's epoch is still higher.
+func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
+	if l == nil {
+		return nil
+	}
+	err := s.d.Write(ctx, func(tx Querier) error {
+		_, err := tx.Exec(ctx,
+			"UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? AND lease_epoch = ?",
+			l.OperationID, l.Owner, l.Epoch)
+		return err
+	})
+	if err != nil {
+		return s.fail(err, "release lease on %q", l.OperationID)
+	}
+	return nil
+}
+
+// OperationClaim takes the lease and saves the reservation p.Reserve makes
+// on the record read under it, in one write transaction that first locks
+// the operation's row (see pollwarden.Store). Whether the lease is free,
+// and when the new one expires, is decided on the lease clock read after
+// the row lock (see Dialect.LeaseNow); p.Reserve still decides with the
+// caller's own time whether a request is due. With p.Have, Reserve runs on
+// it before the transaction, which keeps that answer if the stored version
+// is still Have's; otherwise, and without Have, Reserve runs under the
+// write lock (again if the transaction is retried): the write lock is the
+// bottleneck, so everything but the checks and the writes is done before.
+func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
+	if err := checkClaim(p); err != nil {
+		return nil, nil, s.fail(err, "claim %q", p.OperationID)
+	}
+	pre, preRead, err := preClaim(s.sealer, p)
+	if err != nil {
+		return nil, nil, s.fail(err, "claim %q", p.OperationID)
+	}
+	var preArgs []any
+	if pre != nil && pre.Op != nil {
+		if preArgs, err = recordArgs(pre.Op); err != nil {
+			return nil, nil, s.fail(err, "claim %q", p.OperationID)
+		}
+	}
+	var read *pollwarden.Operation
+	var cl Claim
+	err = s.d.Write(ctx, func(tx Querier) error {
+		var sl storedLease
+		var cs Chain
+		var rec string
+		var version int64
+		dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...)
+		now, err := s.readLocked(ctx, tx, s.q.claim, p.OperationID, p.Now, dest...)
+		if err != nil {
+			return err
+		}
+		ls := sl.Lease()
+		if err := ls.claimable(now); err != nil {
+			return err
+		}
+		var args []any
+		if pre != nil && version == preRead.Version {
+			// The stored record is the caller's copy: its reservation stands.
+			read, cl, args = preRead, *pre, preArgs
+		} else {
+			if read, err = decodeRecord(version, rec); err != nil {
+				return err
+			}
+			if cl, err = reserveOn(s.sealer, read, p); err != nil || cl.Op == nil {
+				return err
+			}
+			if args, err = recordArgs(cl.Op); err != nil {
+				return err
+			}
+		}
+		if cl.Op == nil {
+			return nil
+		}
+		if err := cl.take(ls, now, p); err != nil {
+			return err
+		}
+		l := cl.Lease
+		args = append(slices.Clip(args), l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
+		if _, err := tx.Exec(ctx, s.q.updateClaim, args...); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, p.OperationID, cs, cl.Prepared)
+	})
+	if err != nil {
+		return nil, nil, s.fail(err, "claim %q", p.OperationID)
+	}
+	if cl.Op == nil {
+		return read, nil, nil
+	}
+	publishEvents(cl.Events, cl.Prepared)
+	return cl.Op, cl.Lease, nil
+}

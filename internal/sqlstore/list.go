@@ -1,0 +1,93 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// OperationList returns records newest first (by creation), optionally only
+// those in p.Phase and of p.Owner, and at most p.Limit of them (Limit <= 0:
+// all). With p.DueBefore it returns waiting and cancelling operations due
+// at or before it, oldest due first: for the waiting ones the literal
+// 'waiting' matches the partial index operations_due (a bound parameter
+// would not), which then serves the range, the order and the limit; the
+// few cancelling ones come through operations_phase, and the two are
+// merged. Where the dialect takes hints the indexes are named, because
+// SQLite's planner, without statistics, prefers operations_phase and
+// sorts every waiting row.
+func (s *Store) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	if p.DueBefore.IsZero() {
+		return s.list(ctx, p)
+	}
+	return mergeDue(p, func(phase pollwarden.Phase) ([]*pollwarden.Operation, error) {
+		q := p
+		q.Phase = phase
+		return s.list(ctx, q)
+	})
+}
+
+// list runs one query of OperationList; with DueBefore, p.Phase is one of
+// the due phases.
+func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	q, args := s.ListQuery(p)
+	rows, err := s.d.Reader().Query(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail(err, "list operations")
+	}
+	defer rows.Close()
+	var out []*pollwarden.Operation
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, s.fail(err, "list operations")
+		}
+		out = append(out, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err, "list operations")
+	}
+	return out, nil
+}
+
+// ListQuery is one query of OperationList and its arguments (with
+// DueBefore, p.Phase one of the due phases), exported so that a driver can
+// check the plan its database makes of it.
+func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
+	q := "SELECT version, record FROM operations"
+	var where []string
+	var args []any
+	due := !p.DueBefore.IsZero()
+	switch {
+	case due && p.Phase == pollwarden.PhaseCancelling:
+		q += s.x.hint("operations_phase")
+		where = append(where, "phase = 'cancelling'", "next_poll_at <= ?")
+		args = append(args, FormatTime(clampYear(p.DueBefore)))
+	case due:
+		q += s.x.hint("operations_due")
+		where = append(where, "phase = 'waiting'", "next_poll_at <= ?")
+		args = append(args, FormatTime(clampYear(p.DueBefore)))
+	}
+	if p.Phase != "" && !due {
+		where = append(where, "phase = ?")
+		args = append(args, string(p.Phase))
+	}
+	if p.Owner != "" {
+		where = append(where, "owner = ?")
+		args = append(args, p.Owner)
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if due {
+		q += " ORDER BY next_poll_at, created_order"
+	} else {
+		q += " ORDER BY created_order DESC"
+	}
+	if p.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, p.Limit)
+	}
+	return q, args
+}

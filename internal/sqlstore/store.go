@@ -1,0 +1,278 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
+)
+
+var _ pollwarden.Outbox = (*Store)(nil)
+
+// Store implements pollwarden.Store (all but Close) and pollwarden.Outbox
+// over a Dialect; a driver embeds it and adds opening and closing.
+type Store struct {
+	d      Dialect
+	x      Syntax
+	name   string
+	sealer audit.Sealer
+	q      queries
+	// mode caches the store's sealing key id ("" = plain) once read; it
+	// never changes after the first append writes it.
+	modeMu    sync.Mutex
+	mode      string
+	modeKnown bool
+}
+
+// New is the store over d, sealing event payloads with sealer when set.
+func New(d Dialect, sealer audit.Sealer) *Store {
+	x := d.Syntax()
+	return &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
+}
+
+// recordCols are the operations columns written from an Operation, in the
+// order recordArgs returns their values. The lease columns are not among
+// them: a save never touches the lease.
+var recordCols = []string{
+	"contract", "provider_job_id", "status_url", "credential_name", "fingerprint",
+	"phase", "reason", "started_at", "deadline_at", "next_poll_at", "finished_at",
+	"status_requests_used", "max_status_requests", "transport_failures_used",
+	"max_transport_failures", "rate_limited_used", "max_rate_limited",
+	"completed_polls", "version", "owner", "record",
+}
+
+// headCols read the chain's head as two more columns of the query that a
+// write already makes about its operation, saving a statement per write
+// (statements, not the two index seeks, are what cost in SQLite).
+const headCols = `coalesce((SELECT pos FROM events ORDER BY pos DESC LIMIT 1), 0),
+	coalesce((SELECT hash FROM events ORDER BY pos DESC LIMIT 1), '')`
+
+// seqCol reads the last seq of the operation whose row the query reads:
+// one seek in the (operation_id, seq) index. (coalesce(max(seq), 0) would
+// defeat SQLite's min/max optimisation and read every entry of the
+// operation.)
+const seqCol = `coalesce((SELECT seq FROM events WHERE operation_id = operations.id ORDER BY seq DESC LIMIT 1), 0)`
+
+// leaseCols are the lease as stored beside the record.
+const leaseCols = "lease_owner, lease_epoch, lease_expires_at"
+
+// queries are the statements every write runs, built once per dialect.
+type queries struct {
+	insert, update, updateRelease, updateClaim string
+	// save and saveChain read what a save checks (and, with events,
+	// where they go); claim also reads the record.
+	save, saveChain, claim string
+}
+
+func buildQueries(x Syntax) queries {
+	set := strings.Join(recordCols, " = ?, ") + " = ?"
+	var q queries
+	if x.CreatedOrder != "" {
+		q.insert = "INSERT INTO operations (id, created_order, " + strings.Join(recordCols, ", ") + ") VALUES (?, " +
+			x.CreatedOrder + strings.Repeat(", ?", len(recordCols)) + ") ON CONFLICT (id) DO NOTHING"
+	} else {
+		q.insert = "INSERT INTO operations (id, " + strings.Join(recordCols, ", ") + ") VALUES (?" +
+			strings.Repeat(", ?", len(recordCols)) + ") ON CONFLICT (id) DO NOTHING"
+	}
+	q.update = "UPDATE operations SET " + set + " WHERE id = ?"
+	// A save that also ends the saver's lease (SaveParams.Release),
+	// keeping the epoch.
+	q.updateRelease = "UPDATE operations SET " + set + ", lease_owner = NULL, lease_expires_at = NULL WHERE id = ?"
+	// A claim's write: the reserved record and the lease.
+	q.updateClaim = "UPDATE operations SET " + set + ", lease_owner = ?, lease_epoch = ?, lease_expires_at = ? WHERE id = ?"
+	chain := seqCol
+	if !x.HeadRow {
+		chain = headCols + ", " + seqCol
+	}
+	q.save = "SELECT version, " + leaseCols + " FROM operations WHERE id = ?" + x.ForUpdate
+	q.saveChain = "SELECT version, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
+	q.claim = "SELECT version, record, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
+	return q
+}
+
+// chainDest are the scan destinations of the chain columns of saveChain
+// and claim.
+func (s *Store) chainDest(cs *Chain) []any {
+	if s.x.HeadRow {
+		return []any{&cs.Seq}
+	}
+	return []any{&cs.Pos, &cs.Hash, &cs.Seq}
+}
+
+// recordArgs encodes op as it will be stored. The JSON record is the source
+// of truth on read; the columns copy it for queries.
+func recordArgs(op *pollwarden.Operation) ([]any, error) {
+	rec, err := json.Marshal(op)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode record: %v", pollwarden.ErrInvalid, err)
+	}
+	return []any{
+		op.Contract, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Fingerprint,
+		string(op.Phase), string(op.Reason), FormatTime(op.StartedAt), FormatTime(op.DeadlineAt),
+		FormatTime(op.NextPollAt), formatTimePtr(op.FinishedAt),
+		op.StatusRequestsUsed, op.MaxStatusRequests, op.TransportFailuresUsed,
+		op.MaxTransportFailures, op.RateLimitedUsed, op.MaxRateLimited,
+		op.CompletedPolls, op.Version, op.Owner, string(rec),
+	}, nil
+}
+
+// decodeRecord reads a stored record; the version column is authoritative.
+func decodeRecord(version int64, rec string) (*pollwarden.Operation, error) {
+	op := new(pollwarden.Operation)
+	if err := json.Unmarshal([]byte(rec), op); err != nil {
+		return nil, fmt.Errorf("decode stored record: %w", err)
+	}
+	op.Version = version
+	return op, nil
+}
+
+func scanOp(row Row) (*pollwarden.Operation, error) {
+	var version int64
+	var rec string
+	if err := row.Scan(&version, &rec); err != nil {
+		return nil, err
+	}
+	return decodeRecord(version, rec)
+}
+
+// scanOpRow reads one operation's row into dest: ErrNotFound when there
+// is none.
+func scanOpRow(ctx context.Context, tx Querier, query, id string, dest ...any) error {
+	err := tx.QueryRow(ctx, query, id).Scan(dest...)
+	if errors.Is(err, ErrNoRows) {
+		return pollwarden.ErrNotFound
+	}
+	return err
+}
+
+// readLocked is scanOpRow for a write, which locks the row it reads, and
+// then the lease clock's time: every lease decision of the write is made
+// at that instant.
+func (s *Store) readLocked(ctx context.Context, tx Querier, query, id string, caller time.Time, dest ...any) (time.Time, error) {
+	if err := scanOpRow(ctx, tx, query, id, dest...); err != nil {
+		return time.Time{}, err
+	}
+	return s.d.LeaseNow(ctx, tx, caller)
+}
+
+// fail prefixes err with the driver's name and what failed.
+func (s *Store) fail(err error, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", s.name, fmt.Sprintf(format, args...), err)
+}
+
+// OperationCreate stores op with Version 1 (whatever op.Version was) and its
+// first events. On success op.Version is 1 and events are numbered from 1.
+// A concurrent create of the same id inserts nothing and fails with
+// ErrExists.
+func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, events []pollwarden.Event) error {
+	if op == nil || op.ID == "" {
+		return fmt.Errorf("%s: create operation: %w: empty operation id", s.name, pollwarden.ErrInvalid)
+	}
+	rec := *op
+	rec.Version = 1
+	args, err := recordArgs(&rec)
+	if err != nil {
+		return s.fail(err, "create operation %q", op.ID)
+	}
+	evs, err := prepareEvents(s.sealer, op.ID, events)
+	if err != nil {
+		return s.fail(err, "create operation %q", op.ID)
+	}
+	err = s.d.Write(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, s.q.insert, append([]any{op.ID}, args...)...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return pollwarden.ErrExists
+		}
+		var cs Chain
+		if len(evs) > 0 && !s.x.HeadRow {
+			if err := tx.QueryRow(ctx, "SELECT "+headCols).Scan(&cs.Pos, &cs.Hash); err != nil {
+				return err
+			}
+		}
+		return s.appendEvents(ctx, tx, op.ID, cs, evs)
+	})
+	if err != nil {
+		return s.fail(err, "create operation %q", op.ID)
+	}
+	op.Version = 1
+	publishEvents(events, evs)
+	return nil
+}
+
+// OperationGet returns the stored record or ErrNotFound.
+func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operation, error) {
+	op, err := scanOp(s.d.Reader().QueryRow(ctx, "SELECT version, record FROM operations WHERE id = ?", id))
+	if errors.Is(err, ErrNoRows) {
+		err = pollwarden.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.fail(err, "get operation %q", id)
+	}
+	return op, nil
+}
+
+// OperationSave replaces the record in one write transaction that first
+// locks the operation's row, then checks the lease on the lease clock (a
+// fenced-out writer gets ErrLeaseLost even if its version is also stale,
+// so it stops rather than reloading and retrying), and then the version.
+// On success p.Op.Version is incremented and p.Events are numbered,
+// chained and appended; with p.Release the lease, checked current above,
+// is freed by the same UPDATE.
+func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
+	op := p.Op
+	if op == nil || op.ID == "" {
+		return fmt.Errorf("%s: save operation: %w: empty operation id", s.name, pollwarden.ErrInvalid)
+	}
+	rec := *op
+	rec.Version = op.Version + 1
+	args, err := recordArgs(&rec)
+	if err != nil {
+		return s.fail(err, "save operation %q", op.ID)
+	}
+	evs, err := prepareEvents(s.sealer, op.ID, p.Events)
+	if err != nil {
+		return s.fail(err, "save operation %q", op.ID)
+	}
+	update := s.q.update
+	if p.Release && p.Lease != nil {
+		update = s.q.updateRelease
+	}
+	err = s.d.Write(ctx, func(tx Querier) error {
+		var version int64
+		var ls storedLease
+		var cs Chain
+		query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
+		if len(evs) > 0 {
+			query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
+		}
+		now, err := s.readLocked(ctx, tx, query, op.ID, p.Now, dest...)
+		if err != nil {
+			return err
+		}
+		if err := ls.Lease().checkWriter(op.ID, p.Lease, now); err != nil {
+			return err
+		}
+		if version != op.Version {
+			return fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
+		}
+		if _, err := tx.Exec(ctx, update, append(args, op.ID)...); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, op.ID, cs, evs)
+	})
+	if err != nil {
+		return s.fail(err, "save operation %q", op.ID)
+	}
+	op.Version = rec.Version
+	publishEvents(p.Events, evs)
+	return nil
+}

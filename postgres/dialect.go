@@ -1,0 +1,42 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pollwarden/pollwarden/internal/sqlstore"
+)
+
+// dialect is PostgreSQL's side of the shared store (see the package
+// comment for the locking and the clock).
+type dialect struct{ s *Store }
+
+// LeaseNow is the database's clock, read after the caller's row lock was
+// granted: one clock for every replica whatever their own clocks say. The
+// caller's t is ignored (a replica whose clock runs ahead must not see a
+// live lease as expired), except in a store opened for the conformance
+// suite, which moves time by hand (see Options.callerClock).
+func (d dialect) LeaseNow(ctx context.Context, tx sqlstore.Querier, t time.Time) (time.Time, error) {
+	if d.s.callerClock && !t.IsZero() {
+		return t, nil
+	}
+	var now time.Time
+	if err := tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	return now, nil
+}
+
+// Write runs fn in one READ COMMITTED transaction and commits it. Row locks
+// taken by fn (FOR UPDATE) make its checks hold until the commit.
+func (d dialect) Write(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return pgx.BeginFunc(ctx, d.s.pool, func(tx pgx.Tx) error { return fn(querier{d.s.binds, tx}) })
+}
+
+// Reader runs reads on the pool, each in its own implicit transaction.
+func (d dialect) Reader() sqlstore.Querier { return querier{d.s.binds, d.s.pool} }
+
+func (dialect) Syntax() sqlstore.Syntax { return sqlstore.PostgreSQL() }
