@@ -94,6 +94,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	defer st.Close()
+	if err := checkResume(ctx, st, ex, f.contract, p, now); err != nil {
+		return err
+	}
 	ctl := env.newController(st)
 	op, _, err := ctl.Submit(ctx, ex, p)
 	if err != nil {
