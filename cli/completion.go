@@ -66,6 +66,13 @@ func (env Env) completeArgs(root *cobra.Command) {
 			}
 		case "pollwarden decide":
 			c.ValidArgsFunction = env.completeDecide
+		case "pollwarden contract show":
+			c.ValidArgsFunction = func(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return env.completeContract(c, args, prefix)
+			}
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)

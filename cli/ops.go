@@ -56,7 +56,7 @@ func opsCmd(env Env) *cobra.Command {
 				return err
 			}
 			for _, op := range list {
-				if hint := orphanHint(op, now); hint != nil {
+				if hint := orphanHint(op, now, store); hint != nil {
 					fmt.Fprintln(env.Stdout)
 					for _, l := range hint {
 						fmt.Fprintln(env.Stdout, l)
@@ -88,7 +88,7 @@ func opsCmd(env Env) *cobra.Command {
 			if err := env.printOutcome(op, false, false); err != nil {
 				return err
 			}
-			for _, l := range orphanHint(op, time.Now()) {
+			for _, l := range orphanHint(op, time.Now(), store) {
 				fmt.Fprintln(env.Stdout, l)
 			}
 			return nil

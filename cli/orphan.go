@@ -39,8 +39,9 @@ func phaseCell(op *pollwarden.Operation, now time.Time) string {
 }
 
 // orphanHint explains an operation nothing polls and gives the commands
-// that resume or end it; nil for any other operation.
-func orphanHint(op *pollwarden.Operation, now time.Time) []string {
+// that resume or end it (in the store named by storeFlag, see
+// resumeCommand); nil for any other operation.
+func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string) []string {
 	late, ok := orphaned(op, now)
 	if !ok {
 		return nil
@@ -48,17 +49,17 @@ func orphanHint(op *pollwarden.Operation, now time.Time) []string {
 	lines := []string{
 		fmt.Sprintf("%s is %s but nothing is polling it: its next check was due %s, %s ago.",
 			display.Value(op.ID), op.Phase, op.NextPollAt.UTC().Format(time.RFC3339), pollwarden.ShortDuration(late.Round(time.Second))),
-		"  resume:  " + resumeCommand(op, op.Contract),
+		"  resume:  " + resumeCommand(op, op.Contract, storeFlag),
 	}
 	if !now.Before(op.DeadlineAt) {
 		lines = append(lines,
 			"           (its deadline has passed: resuming ends it at once as deadline_exceeded, sending nothing)",
-			"  abandon: resume it as above, then pollwarden decide "+shellWord(op.ID)+" abandon")
+			"  abandon: resume it as above, then pollwarden decide "+shellWord(op.ID)+" abandon"+storeWords(storeFlag))
 		return lines
 	}
 	if op.Phase == pollwarden.PhaseWaiting {
 		lines = append(lines,
-			"  stop:    pollwarden decide "+shellWord(op.ID)+" cancel_at_provider   (asks the provider to cancel the job, where the contract has a cancel call)",
+			"  stop:    pollwarden decide "+shellWord(op.ID)+" cancel_at_provider"+storeWords(storeFlag)+"   (asks the provider to cancel the job, where the contract has a cancel call)",
 			"           or let it end at its deadline, "+op.DeadlineAt.UTC().Format(time.RFC3339)+", and abandon it then")
 	}
 	return lines

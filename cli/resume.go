@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // a usage error (exit 2); a store that cannot be read is not.
 // contractArg is --contract as given, used in the suggested command when
 // the contract is not what differs.
-func checkResume(ctx context.Context, st pollwarden.Store, ex *contract.Extractor, contractArg string, p policy.NewParams, now time.Time) error {
+func checkResume(ctx context.Context, st pollwarden.Store, ex *contract.Extractor, contractArg, storeFlag string, p policy.NewParams, now time.Time) error {
 	stored, err := st.OperationGet(ctx, p.ID)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		return nil
@@ -42,7 +43,7 @@ func checkResume(ctx context.Context, st pollwarden.Store, ex *contract.Extracto
 	}
 	return usage(fmt.Errorf("operation %s cannot be resumed with this request: %s. Nothing was sent and the record is unchanged. "+
 		"To resume it, run: %s; to wait on this job as a new operation, leave out --operation-id or give a new one",
-		display.Value(stored.ID), strings.Join(diffs, "; "), resumeCommand(stored, contractArg)))
+		display.Value(stored.ID), strings.Join(diffs, "; "), resumeCommand(stored, contractArg, storeFlag)))
 }
 
 // resumeDiffs names each part of the request that differs from the one
@@ -92,13 +93,30 @@ func credWords(ref string) string {
 	return display.Value(ref)
 }
 
-// resumeCommand is the wait command that resumes op as it was created.
-func resumeCommand(op *pollwarden.Operation, contractArg string) string {
+// resumeCommand is the wait command that resumes op as it was created,
+// in the store named by storeFlag (--store as given; empty when the
+// environment or the default named it, which the command finds again).
+func resumeCommand(op *pollwarden.Operation, contractArg, storeFlag string) string {
 	job := "--job-id " + shellWord(op.ProviderJobID)
 	if op.ProviderJobID == "" {
 		job = "--status-url " + shellWord(op.StatusURL)
 	}
-	return fmt.Sprintf("pollwarden wait --contract %s %s --operation-id %s", shellWord(contractArg), job, shellWord(op.ID))
+	return fmt.Sprintf("pollwarden wait --contract %s %s --operation-id %s%s", shellWord(contractArg), job, shellWord(op.ID), storeWords(storeFlag))
+}
+
+// storeWords is " --store FLAG" for a store given on the command line; a
+// PostgreSQL URL's password is masked, as the line goes to a terminal
+// and perhaps a log.
+func storeWords(flag string) string {
+	if flag == "" {
+		return ""
+	}
+	if isPostgresURL(flag) {
+		if u, err := neturl.Parse(flag); err == nil {
+			flag = u.Redacted()
+		}
+	}
+	return " --store " + shellWord(flag)
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but plain
