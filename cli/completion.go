@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/spf13/cobra"
 )
 
@@ -117,8 +118,10 @@ func (env Env) completeOperation(c *cobra.Command, _ []string, prefix string) ([
 	ops := env.storedOperations(c)
 	var out []string
 	for _, op := range ops {
-		if strings.HasPrefix(op.ID, prefix) {
-			out = append(out, fmt.Sprintf("%s\t%s %s job %s", op.ID, op.Phase, op.Contract, op.ProviderJobID))
+		// An id the shell could not take back as typed (a control
+		// character) is not offered; the description is escaped.
+		if strings.HasPrefix(op.ID, prefix) && display.Value(op.ID) == op.ID {
+			out = append(out, fmt.Sprintf("%s\t%s %s job %s", op.ID, op.Phase, display.Value(op.Contract), display.Value(op.ProviderJobID)))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
@@ -138,7 +141,7 @@ func (env Env) completeDecide(c *cobra.Command, args []string, prefix string) ([
 			}
 			if op.Escalation != nil {
 				for _, o := range op.Escalation.Options {
-					out = append(out, o.ID+"\t"+o.Label)
+					out = append(out, o.ID+"\t"+display.Text(o.Label))
 				}
 			}
 			if !op.Phase.Terminal() {
