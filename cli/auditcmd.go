@@ -100,16 +100,7 @@ prints the rest, and exits 1. A sealed store needs its --audit-key.`,
 					return err
 				}
 			} else {
-				for i, e := range events {
-					if err, bad := unreadable[i]; bad {
-						fmt.Fprintf(env.Stdout, "%s ?? %s event, payload unreadable: %v\n", e.At.In(loc).Format(time.TimeOnly), e.Kind, err)
-					} else {
-						fmt.Fprintln(env.Stdout, audit.StoryLine(e, loc))
-					}
-					if broken != nil && broken.Pos == e.Pos {
-						fmt.Fprintf(env.Stdout, "!! chain broken at event %d (pos %d): %s: %s\n", e.Seq, e.Pos, broken.Problem, broken.Detail)
-					}
-				}
+				env.printStory(events, unreadable, broken, audit.NewTeller(loc))
 			}
 			if broken != nil {
 				return &exitError{code: ExitInternal, err: broken}
@@ -222,5 +213,38 @@ func exportEvents(ctx context.Context, st pollwarden.Store, sealer audit.Sealer,
 			n++
 		}
 		p.AfterPos = page[len(page)-1].Pos
+	}
+}
+
+// printStory prints the story of events, told a run of readable events at
+// a time; an event whose payload cannot be read gets a line of its own,
+// and the event where the chain breaks is followed by a line saying so.
+func (env Env) printStory(events []pollwarden.Event, unreadable map[int]error, broken *audit.ChainError, teller *audit.Teller) {
+	mark := func(e pollwarden.Event) {
+		if broken != nil && broken.Pos == e.Pos {
+			fmt.Fprintf(env.Stdout, "!! chain broken at event %d (pos %d): %s: %s\n", e.Seq, e.Pos, broken.Problem, broken.Detail)
+		}
+	}
+	for i := 0; i < len(events); {
+		if err, bad := unreadable[i]; bad {
+			fmt.Fprintf(env.Stdout, "%s ?? %s event, payload unreadable: %v\n", teller.Stamp(events[i].At), events[i].Kind, err)
+			mark(events[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(events) {
+			if _, bad := unreadable[j]; bad {
+				break
+			}
+			j++
+		}
+		for _, told := range teller.Tell(events[i:j]) {
+			fmt.Fprintln(env.Stdout, told.Text)
+			for _, e := range events[i+told.First : i+told.Last+1] {
+				mark(e)
+			}
+		}
+		i = j
 	}
 }

@@ -24,6 +24,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Getenv looks up an environment variable (os.LookupEnv in main).
 	Getenv func(string) (string, bool)
+	// Version is the version stamped into the binary at link time; empty
+	// when none was, and then the build information tells it.
+	Version string
 }
 
 // Exit codes of the specification.
@@ -122,12 +125,16 @@ contract: what counts as progress, when the next request may go out, when
 waiting ends, and who decides what happens next. Every decision is recorded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       env.versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.AddCommand(waitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	root.AddCommand(simCmd(env))
 	root.AddCommand(serveCmd(env), webhooksCmd(env))
 	root.AddCommand(mcpCmd(env))
+	root.AddCommand(versionCmd(env), completionCmd(env))
+	env.completeArgs(root)
 	_ = ctx
 	argsAreUsage(root)
 	return root
@@ -152,7 +159,7 @@ func argsAreUsage(cmd *cobra.Command) {
 				return usage(errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")))
 			}
 			if err := check(c, args); err != nil {
-				return usage(fmt.Errorf("%s: %w", c.CommandPath(), err))
+				return usage(argsError(c, args, err))
 			}
 			return nil
 		}
@@ -160,6 +167,36 @@ func argsAreUsage(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		argsAreUsage(sub)
 	}
+}
+
+// argsError names the command an argument error is about without the
+// program's name, which Main already puts in front of every message, and
+// for an unknown subcommand suggests the nearest ones and where to look.
+func argsError(c *cobra.Command, args []string, err error) error {
+	if c.HasSubCommands() && len(args) > 0 {
+		msg := fmt.Sprintf("unknown command %q", args[0])
+		if path := subPath(c); path != "" {
+			msg += " for " + path
+		}
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return fmt.Errorf("%s (see %s --help)", msg, c.CommandPath())
+	}
+	if path := subPath(c); path != "" {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return err
+}
+
+// subPath is the command's path below the program, "ops list" for
+// `pollwarden ops list`; empty for the program itself.
+func subPath(c *cobra.Command) string {
+	_, rest, _ := strings.Cut(c.CommandPath(), " ")
+	return rest
 }
 
 // textOnly refuses a flag value or an argument that is not valid UTF-8,

@@ -40,15 +40,27 @@ func opsCmd(env Env) *cobra.Command {
 				}
 				return writeJSON(env.Stdout, out)
 			}
+			now := time.Now()
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "OPERATION\tCONTRACT\tJOB\tPHASE\tREASON\tSTATE\tREQUESTS\tDEADLINE")
 			for _, op := range list {
 				// Escaped, a value can neither add a row nor shift a column.
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", cell(op.ID), cell(op.Contract),
-					cell(op.ProviderJobID), op.Phase, op.Reason, cell(op.LastState),
+					cell(op.ProviderJobID), phaseCell(op, now), op.Reason, cell(op.LastState),
 					op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, op := range list {
+				if hint := orphanHint(op, now, store); hint != nil {
+					fmt.Fprintln(env.Stdout)
+					for _, l := range hint {
+						fmt.Fprintln(env.Stdout, l)
+					}
+				}
+			}
+			return nil
 		},
 	}
 	list.Flags().StringVar(&phase, "phase", "", "only operations in this phase")
@@ -70,7 +82,13 @@ func opsCmd(env Env) *cobra.Command {
 			if asJSON {
 				return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
 			}
-			return env.printOutcome(op, false, false)
+			if err := env.printOutcome(op, false, false); err != nil {
+				return err
+			}
+			for _, l := range orphanHint(op, time.Now(), store) {
+				fmt.Fprintln(env.Stdout, l)
+			}
+			return nil
 		},
 	}
 	for _, c := range []*cobra.Command{list, show} {

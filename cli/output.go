@@ -64,8 +64,11 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// progressText is the live line: state, elapsed/deadline, requests used of
-// budget and time to the next check.
+// progressText is the live line: the operation, its state and last HTTP
+// result, elapsed/deadline, requests used of budget, and when the next
+// check is due and who set that time (the provider's Retry-After or hint,
+// or the local backoff), so a person can tell waiting on the provider's
+// word from waiting on pollwarden's own schedule.
 func progressText(op *pollwarden.Operation, next, now time.Time) string {
 	state := display.Value(op.LastState)
 	if op.LastState == "" {
@@ -73,8 +76,40 @@ func progressText(op *pollwarden.Operation, next, now time.Time) string {
 	}
 	total := op.DeadlineAt.Sub(op.StartedAt)
 	in := max(next.Sub(now), 0).Round(time.Second)
-	return fmt.Sprintf("%s · %s / %s · requests %d/%d · next check in %s",
-		state, clockDur(now.Sub(op.StartedAt)), clockDur(total), op.StatusRequestsUsed, op.MaxStatusRequests, in)
+	s := fmt.Sprintf("%s · %s · %s · %s / %s · requests %d/%d · next check in %s",
+		display.Value(op.ID), state, lastHTTPText(op), clockDur(now.Sub(op.StartedAt)), clockDur(total),
+		op.StatusRequestsUsed, op.MaxStatusRequests, in)
+	if by := nextSetBy(op.NextPollSource); by != "" {
+		s += " (" + by + ")"
+	}
+	return s
+}
+
+// lastHTTPText is the last status answer's HTTP code, in words when
+// there was none.
+func lastHTTPText(op *pollwarden.Operation) string {
+	switch {
+	case op.StatusRequestsUsed == 0:
+		return "no request yet"
+	case op.LastHTTP == 0:
+		return "no HTTP answer"
+	}
+	return fmt.Sprintf("HTTP %d", op.LastHTTP)
+}
+
+// nextSetBy names who chose the next check's time.
+func nextSetBy(s pollwarden.DelaySource) string {
+	switch s {
+	case pollwarden.DelayRetryAfter:
+		return "the provider's Retry-After"
+	case pollwarden.DelayPollHint:
+		return "the provider's hint"
+	case pollwarden.DelayLocalBackoff:
+		return "local backoff"
+	case pollwarden.DelayManualExtension:
+		return "after an extension"
+	}
+	return ""
 }
 
 // clockDur prints 1:05:09 or 5:09.

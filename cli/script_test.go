@@ -83,6 +83,9 @@ type serverKey struct{}
 //	                           requests for JOB in flight at once
 //	gap JOB N DURATION         JOB's status request N (from 1) came at least
 //	                           DURATION after request N-1
+//	interrupted C JOB OP AGO   a wait on JOB under contract file C, as
+//	                           operation OP, interrupted AGO ago after
+//	                           its first status request
 //	nocanary                   the canary appears in no file under $WORK and
 //	                           not in the last stdout or stderr
 func TestScripts(t *testing.T) {
@@ -104,11 +107,12 @@ func TestScripts(t *testing.T) {
 			return expandProvider(env.WorkDir, srv.URL())
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
-			"requests": cmdRequests,
-			"gap":      cmdGap,
-			"inflight": cmdInFlight,
-			"nocanary": cmdNoCanary,
+			"exitcode":    cmdExitCode,
+			"requests":    cmdRequests,
+			"gap":         cmdGap,
+			"inflight":    cmdInFlight,
+			"nocanary":    cmdNoCanary,
+			"interrupted": cmdInterrupted,
 		},
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/spf13/cobra"
@@ -104,6 +105,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	defer st.Close()
+	if err := checkResume(ctx, st, ex, f.contract, f.store, p, now); err != nil {
+		return err
+	}
 	ctl := env.newController(st)
 	op, _, err := ctl.Submit(ctx, ex, p)
 	if err != nil {
@@ -120,7 +124,8 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	live.clear()
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", op.ID)
+			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; nothing polls operation %s now. Resume it, counters intact, with: %s\n",
+				display.Value(op.ID), resumeCommand(op, f.contract, f.store))
 			return &exitError{code: 130, err: errors.New("")}
 		}
 		return err

@@ -334,7 +334,7 @@ func TestServeCancelThenExtend(t *testing.T) {
 		}
 		story := r.story("op-ext")
 		for _, want := range []string{"alice (approver) decided cancel_at_provider: cancel at provider requested; recorded before it is sent",
-			"cancel sent, provider answered 200", "bob (approver) decided extend: extended", "the cancel stands", "state changed cancelling → cancelled"} {
+			"cancel sent, provider answered 200", "bob (approver) decided extend: extended", "the cancel stands", "state cancelling → cancelled"} {
 			if !strings.Contains(story, want) {
 				t.Errorf("story lacks %q:\n%s", want, story)
 			}

@@ -79,7 +79,7 @@ func TestMCPTranscript(t *testing.T) {
 		"`pollwarden mcp` started over stdio by the official Go SDK's client, a job on the test suite's fake provider, " +
 		"and an approver using the CLI. Regenerate it with `go test ./cmd/pollwarden -run TestMCPTranscript -update`; " +
 		"the test fails when this page and the server's answers differ. " +
-		"Times are shown as `<time>` (or `<hh:mm:ss>`), the fake provider's port as `<port>`, the temporary directory as `<dir>`, " +
+		"Times are shown as `<time>` (or `<hh:mm:ss>`, with `<date>` where the story gives one), the fake provider's port as `<port>`, the temporary directory as `<dir>`, " +
 		"and the operation id, which is derived from the contract (whose URL carries the port) and the job, as `report-export-<fingerprint>`. " +
 		"Each answer is the tool result's text, the JSON of its structured content, indented; an error is the text of the tool error. See [pollwarden over MCP](mcp.md).")
 	tr.section("The contract", "The contract file in `--contracts`; its credential is named, and the value is in the server's environment "+
@@ -222,6 +222,8 @@ func (tr *transcript) shell(args []string, stdout string) {
 var (
 	rfc3339   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	clockTime = regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}\b`)
+	// A story line's date ("2026-12-01 10:20:02 UTC submitted …").
+	storyDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2} (\d{2}:\d{2}:\d{2})\b`)
 	// Durations that depend on how fast the run went: "Elapsed time: 1s",
 	// "due in 1s", "2s elapsed".
 	elapsedDur = regexp.MustCompile(`(Elapsed time: |due in )` + goDuration)
@@ -236,6 +238,7 @@ func (tr *transcript) render() string {
 		s = strings.ReplaceAll(s, r[0], r[1])
 	}
 	s = rfc3339.ReplaceAllString(s, "<time>")
+	s = storyDate.ReplaceAllString(s, "<date> $1")
 	s = clockTime.ReplaceAllString(s, "<hh:mm:ss>")
 	s = elapsedDur.ReplaceAllString(s, "${1}<duration>")
 	s = durElapsed.ReplaceAllString(s, "<duration> elapsed")

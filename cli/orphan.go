@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
+)
+
+// orphanAfter is how long past its next check a waiting operation must be
+// before `ops` says nothing polls it. A poller holds the lease only while
+// a request is in flight, so between checks the overdue time is what
+// tells a live `wait` or daemon (due, then polling within seconds) from
+// one that was interrupted or never came back. A minute covers a status
+// call's timeout and a busy daemon's lag.
+const orphanAfter = time.Minute
+
+// orphaned reports how long past its next check op is when it is waiting
+// (or observing a cancel) and nothing has polled it for orphanAfter.
+func orphaned(op *pollwarden.Operation, now time.Time) (time.Duration, bool) {
+	if op.Phase != pollwarden.PhaseWaiting && op.Phase != pollwarden.PhaseCancelling {
+		return 0, false
+	}
+	if op.NextPollAt.IsZero() {
+		return 0, false
+	}
+	late := now.Sub(op.NextPollAt)
+	return late, late > orphanAfter
+}
+
+// phaseCell is the PHASE column of `ops list`: the phase, marked when
+// nothing polls the operation.
+func phaseCell(op *pollwarden.Operation, now time.Time) string {
+	if _, ok := orphaned(op, now); ok {
+		return string(op.Phase) + " (no poller)"
+	}
+	return string(op.Phase)
+}
+
+// orphanHint explains an operation nothing polls and gives the commands
+// that resume or end it (in the store named by storeFlag, see
+// resumeCommand); nil for any other operation.
+func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string) []string {
+	late, ok := orphaned(op, now)
+	if !ok {
+		return nil
+	}
+	lines := []string{
+		fmt.Sprintf("%s is %s but nothing is polling it: its next check was due %s, %s ago.",
+			display.Value(op.ID), op.Phase, op.NextPollAt.UTC().Format(time.RFC3339), pollwarden.ShortDuration(late.Round(time.Second))),
+		"  resume:  " + resumeCommand(op, op.Contract, storeFlag),
+	}
+	if !now.Before(op.DeadlineAt) {
+		lines = append(lines,
+			"           (its deadline has passed: resuming ends it at once as deadline_exceeded, sending nothing)",
+			"  abandon: resume it as above, then pollwarden decide "+shellWord(op.ID)+" abandon"+storeWords(storeFlag))
+		return lines
+	}
+	if op.Phase == pollwarden.PhaseWaiting {
+		lines = append(lines,
+			"  stop:    pollwarden decide "+shellWord(op.ID)+" cancel_at_provider"+storeWords(storeFlag)+"   (asks the provider to cancel the job, where the contract has a cancel call)",
+			"           or let it end at its deadline, "+op.DeadlineAt.UTC().Format(time.RFC3339)+", and abandon it then")
+	}
+	return lines
+}

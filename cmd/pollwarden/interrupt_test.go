@@ -1,0 +1,48 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+)
+
+// TestInterruptedWaitPrintsTheResumeCommand: Ctrl-C (SIGINT) on a real
+// `wait` exits 130 and prints the whole command that resumes the
+// operation, its store included; that command, run as printed, resumes it to its end with the
+// counters it had.
+func TestInterruptedWaitPrintsTheResumeCommand(t *testing.T) {
+	srv := fp.New()
+	defer srv.Close()
+	srv.RequireToken(canary)
+	running := fp.State("running", nil)
+	srv.Script("j", running, running, running, fp.Succeeded("https://results.example.com/j.csv"))
+	dir := t.TempDir()
+	store := filepath.Join(dir, "pw.db")
+	first := start(t, "wait", "--contract", contractFile(t, dir, srv.URL()), "--job-id", "j", "--store", store, "--quiet")
+	waitFor(t, "the first request", func() bool { return srv.Count("j") >= 1 })
+	if err := first.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := first.exitCode(t); code != 130 {
+		t.Fatalf("interrupted wait exit %d, want 130; stderr: %s", code, first.stderr.String())
+	}
+	msg := first.stderr.String()
+	_, cmdline, ok := strings.Cut(strings.TrimSpace(msg), "Resume it, counters intact, with: ")
+	if !ok || !strings.HasPrefix(cmdline, "pollwarden wait --contract ") || !strings.Contains(cmdline, " --job-id j --operation-id proc-test-") ||
+		!strings.HasSuffix(cmdline, " --store "+store) {
+		t.Fatalf("interrupted wait said %q, want the resume command", msg)
+	}
+	before := srv.Count("j")
+	args := append(strings.Fields(strings.TrimPrefix(cmdline, "pollwarden ")), "--json")
+	second := start(t, args...)
+	if code := second.exitCode(t); code != 0 {
+		t.Fatalf("the printed command exit %d, want 0; stderr: %s", code, second.stderr.String())
+	}
+	out := outcome(t, second)
+	if out["status_requests_used"] != float64(srv.Count("j")) || srv.Count("j") <= before {
+		t.Fatalf("resumed outcome %v; the provider saw %d requests, %d before the interrupt", out, srv.Count("j"), before)
+	}
+}
