@@ -52,15 +52,12 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string) []str
 		"  resume:  " + resumeCommand(op, op.Contract, storeFlag),
 	}
 	if !now.Before(op.DeadlineAt) {
-		lines = append(lines,
-			"           (its deadline has passed: resuming ends it at once as deadline_exceeded, sending nothing)",
-			"  abandon: resume it as above, then pollwarden decide "+shellWord(op.ID)+" abandon"+storeWords(storeFlag))
-		return lines
+		lines = append(lines, "           (its deadline has passed: resuming ends it at once as deadline_exceeded, sending nothing)")
 	}
-	if op.Phase == pollwarden.PhaseWaiting {
+	lines = append(lines, "  abandon: pollwarden decide "+shellWord(op.ID)+" abandon"+storeWords(storeFlag)+"   (stops watching; nothing is sent to the provider)")
+	if op.Phase == pollwarden.PhaseWaiting && now.Before(op.DeadlineAt) {
 		lines = append(lines,
-			"  stop:    pollwarden decide "+shellWord(op.ID)+" cancel_at_provider"+storeWords(storeFlag)+"   (asks the provider to cancel the job, where the contract has a cancel call)",
-			"           or let it end at its deadline, "+op.DeadlineAt.UTC().Format(time.RFC3339)+", and abandon it then")
+			"  cancel:  pollwarden decide "+shellWord(op.ID)+" cancel_at_provider"+storeWords(storeFlag)+"   (asks the provider to cancel the job, where the contract has a cancel call)")
 	}
 	return lines
 }
