@@ -87,6 +87,8 @@ func Line(e pollwarden.Event, loc *time.Location) string {
 			s += ", note " + display.Quote(d.Detail)
 		}
 		return s
+	case pollwarden.EventDecisionReminder, pollwarden.EventDecisionExpired:
+		return display.Text(d.Decision)
 	case pollwarden.EventAction:
 		return fmt.Sprintf("action %s: %s; %s", display.Value(d.Option), display.Text(d.Decision), display.Text(d.Detail))
 	}
