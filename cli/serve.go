@@ -168,6 +168,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(ctx) }()
+	clockDone := runDecisionClock(ctx, ctl, set, log)
 	// The dispatcher stops with the scheduler: attempts in flight finish
 	// (each within the webhooks timeout) and are recorded.
 	hooksDone := make(chan error, 1)
@@ -190,6 +191,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 		stop()
 		<-schedDone
 		<-hooksDone
+		<-clockDone
 		return err
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -201,6 +203,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	if herr := <-hooksDone; err == nil {
 		err = herr
 	}
+	<-clockDone
 	log.Info("stopped")
 	return err
 }

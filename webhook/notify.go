@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -29,4 +31,37 @@ func (d *Dispatcher) send(ctx context.Context, ep Endpoint, m pollwarden.OutboxM
 		return status, 0, err
 	}
 	return d.post(ctx, ep, m, at)
+}
+
+// CheckSecrets resolves every secret reference of an endpoint once, so
+// that a daemon refuses to start on one it cannot use: the signing key
+// (which must be a Standard Webhooks key), the Slack URL (which must be an
+// http(s) URL) or the SMTP password. Errors name the reference, never a
+// value.
+func CheckSecrets(e Endpoint, resolve func(ref string) (string, error)) error {
+	switch e.Format {
+	case FormatSlack:
+		u, err := resolve(e.URL)
+		if err != nil {
+			return fmt.Errorf("incoming-webhook URL: %w", err)
+		}
+		if checkURL(strings.TrimSpace(u)) != nil {
+			return fmt.Errorf("incoming-webhook URL %s is not an absolute http(s) URL without user:password (the value is not shown)", e.URL)
+		}
+	case FormatEmail:
+		if e.SMTP.Password != "" {
+			if _, err := resolve(e.SMTP.Password); err != nil {
+				return fmt.Errorf("smtp password: %w", err)
+			}
+		}
+	default:
+		s, err := resolve(e.Secret)
+		if err != nil {
+			return err
+		}
+		if _, err := ParseSecret(s); err != nil {
+			return fmt.Errorf("signing secret %s %w", e.Secret, err)
+		}
+	}
+	return nil
 }
