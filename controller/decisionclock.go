@@ -70,12 +70,18 @@ func (c *Controller) remindDecision(ctx context.Context, ex *contract.Extractor,
 	return err
 }
 
-// expireDecision records the expiry (once) and applies the contract's
-// default. A person who decides first wins: the record is then no longer
-// escalated and nothing is done.
+// expireDecision records the expiry and applies the contract's default
+// with policy.Apply, the function a person's decision goes through, in one
+// write, so no other decision can come between them. A cancel is the
+// exception: its call to the provider is Cancel's own recorded action, so
+// the expiry is written first and Decide sends the cancel after. A person
+// who decides first wins: the record is then no longer escalated and
+// nothing is done.
 func (c *Controller) expireDecision(ctx context.Context, ex *contract.Extractor, id string) error {
 	ct := ex.Contract()
-	op, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+	cancel := false
+	_, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+		cancel = false
 		op, err := c.store.OperationGet(ctx, id)
 		if err != nil {
 			return nil, err
@@ -87,16 +93,28 @@ func (c *Controller) expireDecision(ctx context.Context, ex *contract.Extractor,
 		if !policy.DecisionClock(op, ct.Escalation, now).Expire {
 			return nil, nil
 		}
-		if op.Escalation.ExpiredAt != nil {
-			return op, nil
+		opt := policy.ExpiryOption(op, ct.Escalation)
+		next, events := op, []pollwarden.Event(nil)
+		if op.Escalation.ExpiredAt == nil {
+			next, events = policy.Expire(op, ct.Escalation, now)
 		}
-		next, events := policy.Expire(op, ct.Escalation, now)
-		return next, c.save(ctx, next, nil, events, now)
+		if opt == pollwarden.OptionCancel {
+			cancel = true
+			if len(events) == 0 {
+				return next, nil
+			}
+			return next, c.save(ctx, next, nil, events, now)
+		}
+		after, more, err := policy.Apply(next, ct, policy.DecisionParams{Option: opt, Actor: policy.ExpiryActor()}, now)
+		if err != nil {
+			return nil, err
+		}
+		return after, c.save(ctx, after, nil, append(events, more...), now)
 	})
-	if err != nil || op == nil {
+	if err != nil || !cancel {
 		return err
 	}
-	_, err = c.Decide(ctx, ex, id, policy.DecisionParams{Option: policy.ExpiryOption(op, ct.Escalation), Actor: policy.ExpiryActor()})
+	_, err = c.Decide(ctx, ex, id, policy.DecisionParams{Option: pollwarden.OptionCancel, Actor: policy.ExpiryActor()})
 	if errors.Is(err, pollwarden.ErrInvalid) {
 		// A person decided between the two writes: theirs stands.
 		return nil

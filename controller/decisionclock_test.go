@@ -19,9 +19,9 @@ import (
 
 // withEscalation swaps the rig's contract for one whose escalation block
 // is esc.
-func (r *rig) withEscalation(esc string) {
+func (r *rig) withEscalation(esc string, extra ...string) {
 	r.t.Helper()
-	y := strings.Replace(contractYAML(r.srv.URL(), ""), "escalation: {extension: {time: 15m, status_requests: 4}}", esc, 1)
+	y := strings.Replace(contractYAML(r.srv.URL(), strings.Join(extra, "")), "escalation: {extension: {time: 15m, status_requests: 4}}", esc, 1)
 	c, err := contract.Parse([]byte(strings.Replace(y, "BACKOFF_BASE", "5s", 1)))
 	if err != nil {
 		r.t.Fatal(err)
@@ -172,5 +172,39 @@ func TestDecisionClockLoopExpiresOnTime(t *testing.T) {
 	ks, _ := r.kinds("op1")
 	if count(ks, pollwarden.EventDecisionReminder) != 3 || count(ks, pollwarden.EventDecisionExpired) != 1 {
 		t.Fatalf("events %v: want 3 reminders and the expiry", ks)
+	}
+}
+
+// TestExpiryCancelsAtTheProviderWhenTheContractSaysSo: on_expiry:
+// cancel_at_provider sends the cancel through the controller's Cancel, as
+// a decision of pollwarden (expiry), once.
+func TestExpiryCancelsAtTheProviderWhenTheContractSaysSo(t *testing.T) {
+	r := newRig(t, "")
+	r.withEscalation("escalation: {extension: {time: 15m, status_requests: 4}, expire_after: 1h, on_expiry: cancel_at_provider}",
+		"cancel: {url: \"BASE/jobs/{job_id}/cancel\"}\n")
+	r.srv.Script("j1", fp.State("running", nil))
+	r.submit("op1", "j1", policy.NewParams{MaxStatusRequests: 1})
+	r.wait("op1")
+	r.clock.Advance(time.Hour)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := r.ctl.DecisionTick(ctx, r.lookup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op, err := r.store.OperationGet(ctx, "op1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Phase != pollwarden.PhaseCancelling && op.Phase != pollwarden.PhaseCancelled {
+		t.Fatalf("phase %s, want the cancel under way", op.Phase)
+	}
+	if n := r.srv.Cancels("j1"); n != 1 {
+		t.Fatalf("the provider saw %d cancels, want 1", n)
+	}
+	_, story := r.kinds("op1")
+	text := strings.Join(story, "\n")
+	if !strings.Contains(text, "decision request expired after 1h; default applied: cancel_at_provider") || !strings.Contains(text, "pollwarden (expiry)") {
+		t.Fatalf("story:\n%s", text)
 	}
 }
