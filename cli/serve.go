@@ -50,7 +50,11 @@ events: escalated and/or final). On every escalation and every final
 outcome each receiver gets a POST signed per Standard Webhooks (webhook-id,
 webhook-timestamp, webhook-signature), sent from a durable outbox in the
 store, retried with backoff and jitter, at least once across restarts. The
-file is read at start (SIGHUP does not reload it). See docs/webhooks.md.
+file is read at start (SIGHUP does not reload it). An endpoint with
+format: slack or format: email gets each escalation, reminder and expiry as
+a decision request for a person, with links to console_url. A contract's
+escalation.remind_after and expire_after are run by serve with or without
+--webhooks. See docs/webhooks.md.
 
 A client must send a request's headers and body within --read-timeout
 (default 30s) or its connection is closed; headers are capped at 64 KiB,
