@@ -11,12 +11,31 @@ import (
 
 // render writes the message of event e for an endpoint whose format is
 // not the signed JSON: the decision request, as Block Kit or as an e-mail.
-func (d *Dispatcher) render(ep Endpoint, e event, ev pollwarden.Event, op *pollwarden.Operation) ([]byte, error) {
-	r := newRequest(e, ev, op, d.cfg.ConsoleURL)
+func (d *Dispatcher) render(ctx context.Context, ep Endpoint, e event, ev pollwarden.Event, op *pollwarden.Operation) ([]byte, error) {
+	r := newRequest(e, ev, d.eventData(ctx, ev), op, d.cfg.ConsoleURL)
 	if ep.Format == FormatEmail {
 		return emailBody(r, ep.SMTP, messageID(ev), ev.At)
 	}
 	return slackBody(r)
+}
+
+// eventData is the facts of ev: from its payload, or, in a sealed store,
+// from the store's decoded copy (a serve that holds the key reads it); a
+// store that cannot decode it leaves the request to the record's facts.
+func (d *Dispatcher) eventData(ctx context.Context, ev pollwarden.Event) pollwarden.EventData {
+	if data, ok := payloadData(ev); ok {
+		return data
+	}
+	evs, err := d.store.EventList(ctx, ev.OperationID)
+	if err != nil {
+		return pollwarden.EventData{}
+	}
+	for _, x := range evs {
+		if x.Pos == ev.Pos {
+			return x.Data
+		}
+	}
+	return pollwarden.EventData{}
 }
 
 // send makes one attempt in the endpoint's format; it returns the

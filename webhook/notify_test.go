@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/internal/mailsink"
+	"github.com/pollwarden/pollwarden/sqlite"
 )
 
 // Canaries: the Slack URL's token and the relay's password must never
@@ -72,8 +74,13 @@ type notifyRig struct {
 
 func newNotifyRig(t *testing.T, smtp *SMTP, sinkOpts mailsink.Options) *notifyRig {
 	t.Helper()
+	return newNotifyRigOn(t, openSQLite(t, sqlite.Options{}), smtp, sinkOpts)
+}
+
+func newNotifyRigOn(t *testing.T, st store, smtp *SMTP, sinkOpts mailsink.Options) *notifyRig {
+	t.Helper()
 	r := &notifyRig{std: newReceiver(t, nil), slack: newSlackHook(t), sink: mailsink.Start(t, sinkOpts)}
-	r.fixture = newFixture(t, r.std.URL, fast)
+	r.fixture = newFixtureOn(t, st, r.std.URL, fast)
 	smtp.Addr = r.sink.Addr
 	r.cfg.ConsoleURL = "https://pollwarden.example"
 	r.cfg.Endpoints = []Endpoint{
@@ -336,5 +343,33 @@ func TestEmailRequireTLSRefusesAPlainRelay(t *testing.T) {
 		if m.Endpoint == "mail" && !strings.Contains(m.LastError, "offers no STARTTLS") {
 			t.Fatalf("last error %q", m.LastError)
 		}
+	}
+}
+
+// In a sealed store the raw scan cannot read an event's payload: a serve
+// holding the key reads the decoded event, so a reminder still says how
+// long the request has waited, and the options are there.
+func TestSealedStoreRemindersKeepTheirText(t *testing.T) {
+	k, err := audit.NewSealKey(bytes.Repeat([]byte{7}, audit.SealKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newNotifyRigOn(t, openSQLite(t, sqlite.Options{Sealer: k}), &SMTP{From: "pw@example.com", To: []string{"a@example.com"}}, mailsink.Options{})
+	op := r.create(t, "op-1")
+	if err := r.d.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r.escalate(t, op)
+	r.clk.Add(time.Hour)
+	r.event(t, op, pollwarden.EventDecisionReminder, "reminder 1: decision request waiting for 1h")
+	r.tick(t, r.d)
+	_, posts := r.slack.got()
+	if len(posts) != 2 {
+		t.Fatalf("%d Slack posts, want 2", len(posts))
+	}
+	_, texts, _ := slackTexts(t, posts[1])
+	all := strings.Join(texts, "\n")
+	if !strings.Contains(all, "Reminder 1: decision request waiting for 1h.") || !strings.Contains(all, "pollwarden decide op-1 extend") {
+		t.Fatalf("reminder from a sealed store:\n%s", all)
 	}
 }

@@ -111,7 +111,7 @@ func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]po
 				b, ok = body, true
 			}
 			if !ok {
-				if b, err = d.render(ep, e, ev, op); err != nil {
+				if b, err = d.render(ctx, ep, e, ev, op); err != nil {
 					return nil, err
 				}
 				if ep.Format != FormatEmail { // an e-mail names its own recipients

@@ -33,13 +33,12 @@ type requestOption struct {
 
 // newRequest builds the request an event e calls for, from the record as
 // read at enqueue time and the event itself.
-func newRequest(e event, ev pollwarden.Event, op *pollwarden.Operation, console string) request {
+func newRequest(e event, ev pollwarden.Event, data pollwarden.EventData, op *pollwarden.Operation, console string) request {
 	id := display.Value(op.ID)
 	r := request{}
 	if console != "" {
 		r.Console = console + "/ui/operations/" + url.PathEscape(op.ID)
 	}
-	data := payloadData(ev)
 	reason := string(data.Reason)
 	if reason == "" {
 		reason = string(op.Reason)
@@ -150,12 +149,12 @@ func capital(s string) string {
 }
 
 // payloadData reads an event's facts from its stored payload, which the
-// dispatcher's raw scan leaves undecoded. A sealed store's payload does not
-// decode without its key: the request then says less, from the record.
-func payloadData(ev pollwarden.Event) pollwarden.EventData {
+// dispatcher's raw scan leaves undecoded; ok is false when the payload is
+// sealed (encrypted) and does not decode as JSON.
+func payloadData(ev pollwarden.Event) (pollwarden.EventData, bool) {
 	var d pollwarden.EventData
 	if json.Unmarshal(ev.Payload, &d) != nil {
-		return pollwarden.EventData{}
+		return pollwarden.EventData{}, false
 	}
-	return d
+	return d, true
 }
