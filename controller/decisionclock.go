@@ -30,10 +30,14 @@ func (c *Controller) DecisionTick(ctx context.Context, lookup Lookup) (time.Time
 	var errs []error
 	for _, op := range ops {
 		ex, ok := lookup(op.Contract)
-		if !ok {
+		if !ok || policy.CheckContract(op, ex.Contract()) != nil {
+			// Without the contract it was created under, no default can be
+			// applied (a person's decision is refused the same way): the
+			// request waits for the contract to come back.
 			continue
 		}
 		due := policy.DecisionClock(op, ex.Contract().Escalation, c.clock.Now())
+		var err error
 		switch {
 		case due.Expire:
 			err = c.expireDecision(ctx, ex, op.ID)
