@@ -204,6 +204,15 @@ type EscalationSpec struct {
 	ExtensionTime     time.Duration
 	ExtensionRequests int
 	ConsoleURL        string
+	// RemindAfter, when set, reminds the notified people of an escalation
+	// nobody has decided, once each period (a bounded number of times).
+	RemindAfter time.Duration
+	// ExpireAfter, when set, ends the wait for a decision: the request is
+	// recorded as expired and OnExpiry is applied.
+	ExpireAfter time.Duration
+	// OnExpiry is the option applied at expiry: abandon (the default) or
+	// cancel_at_provider.
+	OnExpiry string
 }
 
 // Action is a provider call other than the status request (cancel).

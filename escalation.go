@@ -10,6 +10,11 @@ type Escalation struct {
 	Message string    `json:"message"`
 	Options []Option  `json:"options"`
 	At      time.Time `json:"at"`
+	// Reminders counts the reminders recorded for this escalation.
+	Reminders int `json:"reminders,omitempty"`
+	// ExpiredAt is set when the request expired undecided; the contract's
+	// default is being (or has been) applied.
+	ExpiredAt *time.Time `json:"expired_at,omitempty"`
 }
 
 // Option is one bounded choice offered by an escalation. ExtraTime and

@@ -23,6 +23,13 @@ const (
 	EventExtensionRequested EventKind = "extension_requested"
 	EventDecision           EventKind = "decision"
 	EventAction             EventKind = "action"
+	// EventDecisionReminder records that a person was reminded of an
+	// escalation still awaiting a decision (escalation.remind_after).
+	EventDecisionReminder EventKind = "decision_reminder"
+	// EventDecisionExpired records that nobody decided within
+	// escalation.expire_after; the contract's default is then applied as
+	// a decision of its own, so an expiry never passes for a person's answer.
+	EventDecisionExpired EventKind = "decision_expired"
 )
 
 // Event is one entry of the audit trail. Events are appended in the same

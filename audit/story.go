@@ -217,6 +217,8 @@ func (t *Teller) line(e pollwarden.Event) string {
 			s += ", note " + display.Quote(d.Detail)
 		}
 		return s
+	case pollwarden.EventDecisionReminder, pollwarden.EventDecisionExpired:
+		return display.Text(d.Decision)
 	case pollwarden.EventAction:
 		return fmt.Sprintf("action %s: %s; %s", display.Value(d.Option), display.Text(d.Decision), display.Text(d.Detail))
 	}
@@ -245,10 +247,17 @@ func responseLine(d pollwarden.EventData, prev string, clock func(*time.Time) st
 			b.WriteString(": " + display.Text(d.Detail))
 		}
 		b.WriteString(")")
-	case d.HTTPStatus >= 200 && d.HTTPStatus < 300 && d.State != "" && prev != "":
-		b.WriteString("state " + display.Value(prev) + " → " + display.Value(d.State))
-	case d.HTTPStatus >= 200 && d.HTTPStatus < 300 && d.State != "":
-		b.WriteString("state " + display.Value(d.State))
+	case d.State != "":
+		// A state comes from the body, or from a status code the contract
+		// maps (a 202 while running, a 404 ending a deletion wait).
+		if d.HTTPStatus < 200 || d.HTTPStatus >= 300 {
+			fmt.Fprintf(&b, "received %d, ", d.HTTPStatus)
+		}
+		if prev != "" {
+			b.WriteString("state " + display.Value(prev) + " → " + display.Value(d.State))
+		} else {
+			b.WriteString("state " + display.Value(d.State))
+		}
 		if d.ProviderState != "" {
 			b.WriteString(" (provider said " + display.Value(d.ProviderState) + ")")
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,25 +15,31 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/scheduler"
+	"github.com/pollwarden/pollwarden/webhook"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 )
 
 type mcpFlags struct {
-	store, contracts, auditKey string
-	concurrency                int
+	store, contracts, auditKey, webhooks string
+	concurrency                          int
 }
 
 func mcpCmd(env Env) *cobra.Command {
 	var f mcpFlags
 	cmd := &cobra.Command{
-		Use:   "mcp --contracts DIR [--store PATH|postgres://…]",
+		Use:   "mcp --contracts DIR [--store PATH|postgres://…] [--webhooks FILE]",
 		Short: "Serve the MCP tools on stdio, with an embedded scheduler, for an agent host",
 		Long: `mcp speaks the Model Context Protocol on stdin/stdout, for an agent host
 that starts it from its configuration. Tools: watch_job, get_job, wait_job,
 list_jobs, request_extension. Like serve, it runs its own scheduler, which
 sends every status request on the contract's schedule; wait_job only waits.
 No tool grants authority. Logs go to stderr. SIGHUP reloads the contracts;
-the server stops when the host closes stdin. See docs/mcp.md.`,
+the server stops when the host closes stdin. See docs/mcp.md.
+
+--webhooks FILE sends the same notifications as serve (signed JSON, Slack,
+e-mail; docs/webhooks.md) from this process. Escalation reminders and
+expiries (the contract's escalation block) run here as in serve.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runMCP(cmd.Context(), f) },
 	}
@@ -40,6 +47,7 @@ the server stops when the host closes stdin. See docs/mcp.md.`,
 	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	fl.StringVar(&f.contracts, "contracts", "", "directory of contract files (*.yaml)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
+	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file: receivers of escalations, reminders and outcomes (docs/webhooks.md)")
 	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
 	return cmd
 }
@@ -55,21 +63,38 @@ func (env Env) runMCP(ctx context.Context, f mcpFlags) error {
 	if err != nil {
 		return usage(err)
 	}
+	var hooks *webhook.Config
+	if f.webhooks != "" {
+		if hooks, err = env.loadWebhooks(f.webhooks); err != nil {
+			return usage(err)
+		}
+	}
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	return env.serveMCP(ctx, st, set, f.concurrency, log)
+	return env.serveMCP(ctx, st, set, hooks, f.concurrency, log)
 }
 
 // serveMCP wires the MCP door as serve wires the HTTP one: one controller
 // shared by the tools and the scheduler, its changes fanned out to
 // wait_job and to the scheduler.
-func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger) error {
+func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, hooks *webhook.Config, concurrency int, log *slog.Logger) error {
 	e := env.newEngine(st, set, concurrency, log, nil)
 	ctl, sched, changes := e.ctl, e.sched, e.changes
+	hookRun := func(context.Context) error { return nil }
+	if hooks != nil {
+		d, err := env.newDispatcher(st, hooks, prometheus.NewRegistry(), log)
+		if err != nil {
+			return err
+		}
+		if err := d.Init(ctx); err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+		hookRun = d.Run
+	}
 	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
 		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp")})
 
@@ -84,6 +109,9 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 	defer stopSched()
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(schedCtx) }()
+	hooksDone := make(chan error, 1)
+	go func() { hooksDone <- hookRun(schedCtx) }()
+	clockDone := runDecisionClock(schedCtx, ctl, set, log)
 	log.Info("mcp serving on stdio", "contracts", set.Names())
 
 	t := pwmcp.TaskTransport(&sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
@@ -95,6 +123,10 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 	if serr := <-schedDone; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
 		err = serr
 	}
+	if herr := <-hooksDone; err == nil {
+		err = herr
+	}
+	<-clockDone
 	log.Info("stopped")
 	return err
 }

@@ -52,7 +52,11 @@ events: escalated and/or final). On every escalation and every final
 outcome each receiver gets a POST signed per Standard Webhooks (webhook-id,
 webhook-timestamp, webhook-signature), sent from a durable outbox in the
 store, retried with backoff and jitter, at least once across restarts. The
-file is read at start (SIGHUP does not reload it). See docs/webhooks.md.
+file is read at start (SIGHUP does not reload it). An endpoint with
+format: slack or format: email gets each escalation, reminder and expiry as
+a decision request for a person, with links to console_url. A contract's
+escalation.remind_after and expire_after are run by serve with or without
+--webhooks. See docs/webhooks.md.
 
 A client must send a request's headers and body within --read-timeout
 (default 30s) or its connection is closed; headers are capped at 64 KiB,
@@ -174,6 +178,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(ctx) }()
+	clockDone := runDecisionClock(ctx, ctl, set, log)
 	// The dispatcher stops with the scheduler: attempts in flight finish
 	// (each within the webhooks timeout) and are recorded.
 	hooksDone := make(chan error, 1)
@@ -196,6 +201,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 		stop()
 		<-schedDone
 		<-hooksDone
+		<-clockDone
 		return err
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -207,6 +213,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	if herr := <-hooksDone; err == nil {
 		err = herr
 	}
+	<-clockDone
 	log.Info("stopped")
 	return err
 }

@@ -26,14 +26,7 @@ func (env Env) loadWebhooks(path string) (*webhook.Config, error) {
 		return nil, fmt.Errorf("--webhooks: %w", err)
 	}
 	for _, e := range cfg.Endpoints {
-		s, err := env.resolveSecret(e.Secret)
-		if err == nil {
-			_, err = webhook.ParseSecret(s)
-			if err != nil {
-				err = fmt.Errorf("signing secret %s %w", e.Secret, err)
-			}
-		}
-		if err != nil {
+		if err := webhook.CheckSecrets(e, env.resolveSecret); err != nil {
 			return nil, fmt.Errorf("--webhooks: %s: endpoint %s: %w", path, e.Name, err)
 		}
 	}

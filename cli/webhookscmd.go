@@ -126,6 +126,8 @@ func lastAttempt(m pollwarden.OutboxMessage) string {
 		return "-"
 	case m.LastError != "":
 		return m.LastError
+	case m.LastStatus != 0 && !json.Valid(m.Body):
+		return "SMTP " + strconv.Itoa(m.LastStatus) // an e-mail's body is the message itself
 	case m.LastStatus != 0:
 		return "HTTP " + strconv.Itoa(m.LastStatus)
 	}
@@ -155,6 +157,10 @@ func outboxViews(msgs []pollwarden.OutboxMessage) []outboxView {
 		out[i] = outboxView{Seq: m.Seq, WebhookID: m.ID, Endpoint: m.Endpoint, Type: m.Type, OperationID: m.OperationID,
 			Status: string(m.Status), Attempts: m.Attempts, LastStatus: m.LastStatus, LastError: m.LastError,
 			SettledAt: m.SettledAt, Body: m.Body}
+		if !json.Valid(m.Body) {
+			// An e-mail is kept as the message itself: shown as a string.
+			out[i].Body, _ = json.Marshal(string(m.Body))
+		}
 		if m.Status == pollwarden.OutboxPending {
 			next := m.NextAttemptAt.UTC()
 			out[i].NextAttemptAt = &next

@@ -131,9 +131,11 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.NotFoundPendingFor, _ = nf.duration("pending_for", 0, true)
 	c.Backoff = d.backoff(top.obj("backoff", false, "base", "max"))
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
-	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
+	esc := top.obj("escalation", false, "extension", "console_url", "remind_after", "expire_after", "on_expiry")
+	c.Escalation = d.escalation(esc)
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
+	d.decisionTimes(esc, c)
 	return c
 }
 

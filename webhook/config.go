@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,8 @@ import (
 const (
 	ClassEscalated = "escalated" // every escalation (an operation may escalate more than once)
 	ClassFinal     = "final"     // the one final outcome: succeeded, failed, cancelled or expired
+	ClassReminder  = "reminder"  // a reminder of an escalation nobody has decided
+	ClassExpiry    = "expiry"    // a decision request that expired, and the default applied
 )
 
 // Endpoint is one receiver from the webhooks file.
@@ -30,8 +33,14 @@ type Endpoint struct {
 	// signing secret, resolved at every send; the secret itself is never
 	// held here, stored or logged.
 	Secret string
-	// Events are the classes sent to this endpoint (default both).
+	// Events are the classes sent to this endpoint (default: all those
+	// its format carries).
 	Events []string
+	// Format is how messages are written: FormatStandard (signed JSON,
+	// the default), FormatSlack or FormatEmail (notify.go).
+	Format string
+	// SMTP is the mail relay of a FormatEmail endpoint.
+	SMTP *SMTP
 }
 
 // Wants reports whether the endpoint subscribes to class.
@@ -59,6 +68,9 @@ type Config struct {
 	Retry     Retry
 	// Timeout bounds one attempt (connect, send, answer).
 	Timeout time.Duration
+	// ConsoleURL is the base of the web console's links in Slack and
+	// e-mail messages ({ConsoleURL}/ui/operations/{id}); empty: no link.
+	ConsoleURL string
 }
 
 // The defaults: about 6 to 11 hours of retries before a message is dead.
@@ -169,7 +181,7 @@ func join(path, key string) string {
 }
 
 func (p *parser) config(root *yaml.Node, c *Config) {
-	f := p.fields(root, "", "webhooks", "retry", "timeout")
+	f := p.fields(root, "", "webhooks", "retry", "timeout", "console_url")
 	if f == nil {
 		return
 	}
@@ -189,6 +201,9 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 			seen[e.Name] = true
 			c.Endpoints = append(c.Endpoints, e)
 		}
+	}
+	if n := f["console_url"]; n != nil {
+		c.ConsoleURL = p.consoleURL(n)
 	}
 	if n := f["timeout"]; n != nil {
 		c.Timeout = p.duration(n, "timeout")
@@ -224,8 +239,8 @@ func (p *parser) duration(n *yaml.Node, path string) time.Duration {
 }
 
 func (p *parser) endpoint(n *yaml.Node, path string) Endpoint {
-	e := Endpoint{Events: []string{ClassEscalated, ClassFinal}}
-	f := p.fields(n, path, "name", "url", "secret", "events")
+	e := Endpoint{Format: FormatStandard}
+	f := p.fields(n, path, "name", "format", "url", "secret", "events", "smtp")
 	if f == nil {
 		return e
 	}
@@ -246,27 +261,22 @@ func (p *parser) endpoint(n *yaml.Node, path string) Endpoint {
 	} else {
 		e.Name = name
 	}
-	if raw, v := scalar("url"); v != nil {
-		if err := checkURL(raw); err != nil {
-			p.add(v, join(path, "url"), "%v", err)
-		}
-		e.URL = raw
+	if v := f["format"]; v != nil {
+		e.Format = p.format(v, join(path, "format"))
 	}
-	if ref, v := scalar("secret"); v != nil {
-		if err := checkRef(ref); err != nil {
-			p.add(v, join(path, "secret"), "%v", err)
-		}
-		e.Secret = ref
-	}
+	p.target(n, f, path, scalar, &e)
+	classes := formatClasses(e.Format)
+	e.Events = classes
 	if v := f["events"]; v != nil {
 		e.Events = nil
+		want := strings.Join(classes[:len(classes)-1], ", ") + " or " + classes[len(classes)-1]
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-			p.add(v, join(path, "events"), "must be a non-empty list of %s and %s", ClassEscalated, ClassFinal)
+			p.add(v, join(path, "events"), "must be a non-empty list of %s", want)
 			return e
 		}
 		for _, c := range v.Content {
-			if c.Value != ClassEscalated && c.Value != ClassFinal {
-				p.add(c, join(path, "events"), "%q: want %s or %s", c.Value, ClassEscalated, ClassFinal)
+			if !slices.Contains(classes, c.Value) {
+				p.add(c, join(path, "events"), "%q: want %s", c.Value, want)
 				continue
 			}
 			e.Events = append(e.Events, c.Value)

@@ -158,7 +158,7 @@ func (d *Dispatcher) Tick(ctx context.Context) (int, error) {
 func (d *Dispatcher) attempt(ctx context.Context, m pollwarden.OutboxMessage) {
 	ep := d.endpoints[m.Endpoint]
 	at := d.clock.Now()
-	status, retryAfter, err := d.post(ctx, ep, m, at)
+	status, retryAfter, err := d.send(ctx, ep, m, at)
 	p := pollwarden.OutboxSettleParams{Seq: m.Seq, Owner: d.owner, Attempt: m.Attempts, LastStatus: status, Now: d.clock.Now()}
 	log := d.log.With("endpoint", ep.Name, "webhook_id", m.ID, "type", m.Type, "operation_id", m.OperationID, "attempt", m.Attempts)
 	switch {

@@ -46,6 +46,10 @@ func classify(ev pollwarden.Event, op *pollwarden.Operation) (event, bool) {
 	switch ev.Kind {
 	case pollwarden.EventEscalated:
 		return event{ClassEscalated, "operation.escalated", "escalated/" + strconv.FormatInt(ev.Pos, 10)}, true
+	case pollwarden.EventDecisionReminder:
+		return event{ClassReminder, "operation.decision_reminder", "reminder/" + strconv.FormatInt(ev.Pos, 10)}, true
+	case pollwarden.EventDecisionExpired:
+		return event{ClassExpiry, "operation.decision_expired", "expiry/" + strconv.FormatInt(ev.Pos, 10)}, true
 	case pollwarden.EventSucceeded, pollwarden.EventFinished, pollwarden.EventDecision, pollwarden.EventAction:
 		if op.Phase.Finished() {
 			return event{ClassFinal, "operation." + string(op.Phase), "final/" + op.ID}, true
@@ -71,7 +75,8 @@ func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]po
 	var out []pollwarden.OutboxMessage
 	for _, ev := range evs {
 		switch ev.Kind {
-		case pollwarden.EventEscalated, pollwarden.EventSucceeded, pollwarden.EventFinished, pollwarden.EventDecision, pollwarden.EventAction:
+		case pollwarden.EventEscalated, pollwarden.EventSucceeded, pollwarden.EventFinished, pollwarden.EventDecision, pollwarden.EventAction,
+			pollwarden.EventDecisionReminder, pollwarden.EventDecisionExpired:
 		default:
 			continue
 		}
@@ -96,11 +101,25 @@ func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]po
 		if err != nil {
 			return nil, fmt.Errorf("encode webhook body: %w", err)
 		}
+		bodies := map[string][]byte{FormatStandard: body}
 		for _, ep := range d.cfg.Endpoints {
-			if ep.Wants(e.class) {
-				out = append(out, pollwarden.OutboxMessage{ID: messageID(ev), Key: e.key, Endpoint: ep.Name, EventPos: ev.Pos,
-					OperationID: ev.OperationID, Type: e.typ, Body: body, CreatedAt: now})
+			if !ep.Wants(e.class) {
+				continue
 			}
+			b, ok := bodies[ep.Format]
+			if ep.Format == "" {
+				b, ok = body, true
+			}
+			if !ok {
+				if b, err = d.render(ctx, ep, e, ev, op); err != nil {
+					return nil, err
+				}
+				if ep.Format != FormatEmail { // an e-mail names its own recipients
+					bodies[ep.Format] = b
+				}
+			}
+			out = append(out, pollwarden.OutboxMessage{ID: messageID(ev), Key: e.key, Endpoint: ep.Name, EventPos: ev.Pos,
+				OperationID: ev.OperationID, Type: e.typ, Body: b, CreatedAt: now})
 		}
 	}
 	return out, nil

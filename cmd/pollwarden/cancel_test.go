@@ -244,11 +244,16 @@ func (r *cancelRig) story(id string) string {
 func (r *cancelRig) until(id, what string, cond func(op map[string]any) bool) map[string]any {
 	r.t.Helper()
 	var op map[string]any
-	waitFor(r.t, what, func() bool {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
 		op = call(r.t, r.base, "alice-token", "GET", "/v1/operations/"+id+"?wait=2s", "", 200)
-		return cond(op)
-	})
-	return op
+		if cond(op) {
+			return op
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s; the record: %v\nthe story:\n%s", what, op, r.story(id))
+		}
+	}
 }
 
 func (r *cancelRig) create(id, job string, maxRequests int) {

@@ -49,11 +49,11 @@ func TestSafePostStatusCall(t *testing.T) {
 	}
 	for _, sc := range []scenario{
 		mcp(scenario{name: "completed", bodies: []string{"pending", "working_ttl_null", "succeeded"},
-			outcome: pollwarden.PhaseSucceeded, result: map[string]any{"result.taskId": task}, story: "polled, state working, next poll 10:20:05 from provider hint"}),
+			outcome: pollwarden.PhaseSucceeded, result: map[string]any{"result.taskId": task}, story: "state working, next poll 10:20:05 from provider hint"}),
 		mcp(scenario{name: "failed", bodies: []string{"failed"}, outcome: pollwarden.PhaseFailed, providerError: "the tool call failed"}),
 		mcp(scenario{name: "cancelled", bodies: []string{"cancelled"}, outcome: pollwarden.PhaseCancelled}),
 		mcp(scenario{name: "expired task", bodies: []string{"pending", "expired"}, outcome: pollwarden.PhaseExpired,
-			providerState: "Failed to retrieve task: Task has expired", story: "state changed working → task_expired"}),
+			providerState: "Failed to retrieve task: Task has expired", story: "state working → task_expired"}),
 		mcp(scenario{name: "unknown task", bodies: []string{"error"}, outcome: pollwarden.PhaseFailed, providerError: "Task not found"}),
 		mcp(scenario{name: "input required is no state of this contract", bodies: []string{"input_required"},
 			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState}),
