@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +68,10 @@ func resumeDiffs(stored, asked *pollwarden.Operation, ct *pollwarden.Contract) (
 		out = append(out, fmt.Sprintf("the credential differs (created with %s, asked with %s)",
 			credWords(stored.CredentialName), credWords(asked.CredentialName)))
 	}
+	if !maps.Equal(stored.Vars, asked.Vars) && (len(stored.Vars) > 0 || len(asked.Vars) > 0) {
+		out = append(out, fmt.Sprintf("the job's variables differ (created with %s, asked with %s)",
+			varsWords(stored.Vars), varsWords(asked.Vars)))
+	}
 	if len(out) == 0 && stored.Fingerprint != asked.Fingerprint {
 		// Name, job and credential agree: what is left in the fingerprint
 		// is the contract's status call, its method or URL template.
@@ -86,6 +92,13 @@ func jobWords(op *pollwarden.Operation) string {
 	return "status URL " + display.Value(op.StatusURL)
 }
 
+func varsWords(v map[string]string) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	return display.Text(policy.VarsText(v))
+}
+
 func credWords(ref string) string {
 	if ref == "" {
 		return "no credential"
@@ -100,6 +113,9 @@ func resumeCommand(op *pollwarden.Operation, contractArg, storeFlag string) stri
 	job := "--job-id " + shellWord(op.ProviderJobID)
 	if op.ProviderJobID == "" {
 		job = "--status-url " + shellWord(op.StatusURL)
+	}
+	for _, k := range slices.Sorted(maps.Keys(op.Vars)) {
+		job += " --var " + shellWord(k+"="+op.Vars[k])
 	}
 	return fmt.Sprintf("pollwarden wait --contract %s %s --operation-id %s%s", shellWord(contractArg), job, shellWord(op.ID), storeWords(storeFlag))
 }
