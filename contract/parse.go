@@ -100,7 +100,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "callback",
 	})
 	if top.bad {
 		return nil
@@ -134,6 +134,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
+	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))
 	return c
 }
 
