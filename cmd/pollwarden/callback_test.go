@@ -177,6 +177,14 @@ callback:
 	gotUnknown := send("unknown", "msg_2", now, cbSign(cbCanaryKey, "msg_2", now, unknown), unknown, 202)
 	other := `{"type":"batch.expired","data":{"id":"batch_1"}}`
 	send("filtered", "msg_3", now, cbSign(cbCanaryKey, "msg_3", now, other), other, 202)
+	// A body over the bound, and a contract that takes no callbacks.
+	big := `{"type":"batch.completed","data":{"id":"batch_1"},"pad":"` + strings.Repeat("x", 2<<20) + `"}`
+	if code, b := cbPost(t, base, path, "msg_9", now, cbSign(cbCanaryKey, "msg_9", now, big), big); code != 413 {
+		t.Errorf("a 2 MiB callback: %d, want 413: %s", code, b)
+	}
+	if code, b := cbPost(t, base, "/v1/callbacks/nope", "msg_9", now, cbSign(cbCanaryKey, "msg_9", now, claim), claim); code != 404 {
+		t.Errorf("a callback for a contract that takes none: %d, want 404: %s", code, b)
+	}
 	if n := len(auditEvents(t, base, "cb-1")); n != before {
 		t.Fatalf("callbacks that were refused, unknown or filtered out changed the audit: %d events, want %d", n, before)
 	}
