@@ -30,6 +30,8 @@ type Contract struct {
 	// BaseURL, when set, is the prefix of every URL template written as a
 	// path ("/v1/…"); Parse has already resolved those templates under it.
 	BaseURL string
+	// Callback is nil unless the provider's completion webhook is accepted.
+	Callback *CallbackSpec
 }
 
 // RateLimitSpec says how a provider signals a rate limit besides 429 and

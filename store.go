@@ -78,6 +78,11 @@ type ListParams struct {
 	// DueBefore, ordered by NextPollAt ascending (oldest due first) instead
 	// of newest first. Limit applies; Phase, if also set, must match too.
 	DueBefore time.Time
+	// Contract and ProviderJobID, when set, keep only the operations of
+	// that contract and that provider job id (both exactly): how a
+	// provider callback finds the operations it wakes.
+	Contract      string
+	ProviderJobID string
 }
 
 // EventScanParams selects the events EventScan returns.

@@ -299,6 +299,8 @@ func sourceText(s pollwarden.DelaySource) string {
 		return "local backoff"
 	case pollwarden.DelayManualExtension:
 		return "manual extension"
+	case pollwarden.DelayCallback:
+		return "provider callback"
 	}
 	return display.Text(string(s))
 }

@@ -163,7 +163,8 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	mux.Handle(console.Path, ui)
 	mux.HandleFunc("GET /{$}", console.RedirectRoot)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
-		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable}))
+		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable,
+		CallbackSecret: func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) }}))
 	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.
 	srv.RegisterOnShutdown(mcpHandler.Close)

@@ -100,7 +100,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "callback",
 	})
 	if top.bad {
 		return nil
@@ -136,6 +136,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	d.decisionTimes(esc, c)
+	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))
 	return c
 }
 

@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,6 +58,22 @@ func TestAuthMatrix(t *testing.T) {
 		for _, c := range callers {
 			t.Run(rt.method+" "+rt.path+"/"+c.name, func(t *testing.T) {
 				path, body := request(rt, c)
+				if rt.path == "/v1/callbacks/{contract}" {
+					// The signature authenticates a callback, whatever the
+					// token: a signed one is accepted from every caller, and
+					// an admin's token without a signature is refused.
+					b := []byte(`{"action":"completed","workflow_run":{"id":1}}`)
+					m := hmac.New(sha256.New, []byte("rig-callback-secret"))
+					m.Write(b)
+					sig := "sha256=" + hex.EncodeToString(m.Sum(nil))
+					if a := r.do("POST", "/v1/callbacks/plain", c.token, b, "X-Hub-Signature-256", sig); a.status != http.StatusAccepted {
+						t.Fatalf("signed callback: %d %s, want 202", a.status, a.body)
+					}
+					if a := r.do("POST", "/v1/callbacks/plain", adminToken, b); a.status != http.StatusUnauthorized {
+						t.Fatalf("unsigned callback with an admin token: %d %s, want 401", a.status, a.body)
+					}
+					return
+				}
 				a := r.do(rt.method, path, c.token, body)
 				switch {
 				case rt.who == anyone:

@@ -45,6 +45,10 @@ type Options struct {
 	// once, instead of from an integration_failure escalation after the
 	// first step. Its error names the reference, never a value.
 	CredentialAvailable func(*pollwarden.Contract) error
+	// CallbackSecret resolves a contract's callback secret reference
+	// (env:NAME, file:PATH) for each provider callback; default the
+	// process's environment and files.
+	CallbackSecret func(ref string) (string, error)
 }
 
 // api holds what every route needs.
@@ -55,6 +59,7 @@ type api struct {
 	tokens    *tokens.Set
 	// credentialAvailable: see Options.CredentialAvailable.
 	credentialAvailable func(*pollwarden.Contract) error
+	callbackSecret      func(ref string) (string, error)
 	clock               pollwarden.Clock
 	log                 *slog.Logger
 	changes             *changes.Feed
@@ -96,6 +101,7 @@ func routes() []route {
 		{"GET", "/healthz", anyone, (*api).healthz},
 		{"GET", "/readyz", anyone, (*api).readyz},
 		{"GET", "/v1/openapi.json", anyone, (*api).openAPI},
+		{"POST", "/v1/callbacks/{contract}", anyone, (*api).callback},
 	}
 }
 
@@ -110,6 +116,10 @@ func NewHandler(opts Options) http.Handler {
 		clock: opts.Clock, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
 	if a.clock == nil {
 		a.clock = pollwarden.RealClock{}
+	}
+	a.callbackSecret = opts.CallbackSecret
+	if a.callbackSecret == nil {
+		a.callbackSecret = defaultCallbackSecret
 	}
 	if a.log == nil {
 		a.log = slog.Default()

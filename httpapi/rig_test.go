@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -59,8 +60,18 @@ escalation:
 `
 	if cancel {
 		s += `cancel: {url: "` + base + `/jobs/{job_id}/cancel", method: POST}` + "\n"
+	} else {
+		s += "callback: {verify: github, secret: env:RIG_CALLBACK_SECRET, job_id_path: workflow_run.id}\n"
 	}
 	return s
+}
+
+// rigCallbackSecret is the "plain" contract's callback secret.
+func rigCallbackSecret(ref string) (string, error) {
+	if ref != "env:RIG_CALLBACK_SECRET" {
+		return "", errors.New("credential " + ref + " is not set")
+	}
+	return "rig-callback-secret", nil
 }
 
 type rig struct {
@@ -128,7 +139,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	}
 	h := NewHandler(Options{Controller: r.ctl, Store: st, Contracts: r.contracts, Tokens: tokens,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Changes: r.changes, Recheck: o.recheck,
-		CredentialAvailable: o.credentialAvailable})
+		CredentialAvailable: o.credentialAvailable, CallbackSecret: rigCallbackSecret})
 	r.srv = httptest.NewServer(h)
 	t.Cleanup(r.srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

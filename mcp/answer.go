@@ -73,6 +73,8 @@ func because(src pollwarden.DelaySource) string {
 		return "as the provider's poll hint suggests"
 	case pollwarden.DelayManualExtension:
 		return "after an approver's extension"
+	case pollwarden.DelayCallback:
+		return "because the provider called back that the job ended (the status request, not the callback, decides the outcome)"
 	}
 	return "on the contract's backoff schedule"
 }

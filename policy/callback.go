@@ -57,9 +57,18 @@ func Callback(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) C
 	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: pollwarden.DelayCallback,
 		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
-		Detail: "the provider called back: one status request as soon as the limits allow",
+		Detail: callbackDetail(at, now),
 	})
 	return CallbackWake{Woken: true, Op: next, Events: []pollwarden.Event{ev}, Replaced: op.NextPollAt}
+}
+
+// callbackDetail is the audit's line for a wake: "now" only when the
+// request may go at once, else when the limits let it.
+func callbackDetail(at, now time.Time) string {
+	if at.Equal(now) {
+		return "callback received, verified; next poll now"
+	}
+	return "callback received, verified; next poll at " + at.UTC().Format(time.RFC3339) + ", the earliest the contract's base delay allows"
 }
 
 // SafetyNetFactor times backoff.max is the raw delay of the safety-net

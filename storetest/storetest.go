@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"GetNotFound", testGetNotFound},
 		{"ListOrderFilterLimit", testList},
 		{"ListOwnerBeforeLimit", testListOwner},
+		{"ListContractJob", testListJob},
 		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},

@@ -77,6 +77,14 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 		where = append(where, "owner = ?")
 		args = append(args, p.Owner)
 	}
+	if p.Contract != "" {
+		where = append(where, "contract = ?")
+		args = append(args, p.Contract)
+	}
+	if p.ProviderJobID != "" {
+		where = append(where, "provider_job_id = ?")
+		args = append(args, p.ProviderJobID)
+	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
