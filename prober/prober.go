@@ -10,6 +10,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"time"
@@ -52,6 +53,10 @@ type Prober struct {
 	readFile  func(string) ([]byte, error)
 	now       func() time.Time
 	userAgent string
+	// tokens holds minted access tokens, in memory only.
+	tokens tokenCache
+	// cas holds the clients of contracts that trust their own CA.
+	cas caClients
 }
 
 // New returns a Prober. It panics when opts.Now is nil, a programming error.
@@ -219,19 +224,20 @@ func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollward
 // call wraps send so that redaction, then the caps, run on every path
 // out.
 func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte) Response {
-	var secret, value string
-	if cred := c.Status.Credential; cred != nil {
-		s, err := p.resolve(cred.Ref)
-		if err != nil {
+	auth, err := p.authorize(ctx, c)
+	var secrets []string
+	if auth != nil {
+		secrets = auth.secrets
+	}
+	sc := newScrubber(secrets, c)
+	if err != nil {
+		var tf *tokenFailure
+		if !errors.As(err, &tf) {
 			return Response{CredentialError: err}
 		}
-		secret, value = s, s
-		if cred.Scheme != "" {
-			value = cred.Scheme + " " + s
-		}
+		return Response{Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
 	}
-	resp := p.send(ctx, c, method, rawURL, value, body)
-	sc := newScrubber(secret, c)
+	resp := p.send(ctx, c, method, rawURL, auth, body)
 	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)
 	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
 	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)
