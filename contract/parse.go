@@ -255,7 +255,7 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 		case msg != "" && d.baseBad:
 		case msg != "":
 			d.addf(line, o.child("url"), "%s", msg)
-		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):
+		case !allowedBy(AllowedOrigins(c), origin) && statusURLReadable(c):
 			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
 		}
 	}
