@@ -167,6 +167,9 @@ func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
 	if !listed[f.State] {
 		f.State = sc.text(f.State)
 	}
+	// The provider's own word for the state (state.raw) is provider text
+	// like any other, kept in the record and the story.
+	f.ProviderState = sc.text(f.ProviderState)
 	f.Error = sc.raw(f.Error)
 	for path, v := range f.Fields {
 		f.Fields[path] = sc.value(v)
