@@ -108,6 +108,8 @@ type Response struct {
 	// Sent is true once the request was handed to the transport. False
 	// means nothing left this process (credential unavailable, URL or host
 	// refused before sending), so the call is not an ambiguous delivery.
+	// A token endpoint that gave no token sets it too: that request left,
+	// and the poll is a transport failure like an unreachable provider.
 	Sent       bool
 	SentAt     time.Time
 	ReceivedAt time.Time
@@ -238,7 +240,11 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		if !errors.As(err, &tf) {
 			return Response{CredentialError: err}
 		}
-		return Response{Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
+		// A request did leave (to the token endpoint): the poll is a
+		// transport failure, retried and counted like an unreachable
+		// provider, not a call that could not be made at all.
+		now := p.now()
+		return Response{Sent: true, SentAt: now, ReceivedAt: now, Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
 	}
 	resp := p.send(ctx, c, method, rawURL, auth, body)
 	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)

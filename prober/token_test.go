@@ -140,8 +140,8 @@ func TestOAuth2TokenEndpointFailureIsTransport(t *testing.T) {
 		}})
 	c := oauthContract(base, tokenURL)
 	resp := p.Status(context.Background(), c, base+"/v1/jobs/1")
-	if resp.Transport != pollwarden.TransportOther || resp.Sent || resp.CredentialError != nil {
-		t.Fatalf("want an unsent transport failure, got %+v", resp)
+	if resp.Transport != pollwarden.TransportOther || !resp.Sent || resp.CredentialError != nil {
+		t.Fatalf("want a transport failure, got %+v", resp)
 	}
 	if !strings.Contains(resp.TransportDetail, "HTTP 401 (invalid_client)") || !strings.Contains(resp.TransportDetail, "login.test") {
 		t.Errorf("detail %q does not say what the token endpoint answered", resp.TransportDetail)

@@ -122,3 +122,67 @@ limits: {deadline: 10m, max_status_requests: 12, max_transport_failures: 3, max_
 		}
 	}
 }
+
+// TestTokenEndpointFailureIsCountedTransportFailure: a token endpoint that
+// fails is retried like an unreachable provider (counted against
+// max_transport_failures, detail in the story), and the wait goes on once
+// it mints again.
+func TestTokenEndpointFailureIsCountedTransportFailure(t *testing.T) {
+	var calls atomic.Int32
+	tokenSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if calls.Add(1) <= 2 {
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(`{"error":"temporarily_unavailable"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"access_token":"tok-after-outage-1234","token_type":"Bearer","expires_in":3600}`))
+	}))
+	t.Cleanup(tokenSrv.Close)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"succeeded","result":{"url":"https://files.example.com/r"}}`))
+	}))
+	t.Cleanup(api.Close)
+	src := fmt.Sprintf(`version: 1
+name: minted
+status:
+  url: %s/jobs/{job_id}
+  credential: {kind: oauth2_client_credentials, token_url: %s/token, client_id: env:CLIENT_ID, client_secret: env:CLIENT_SECRET}
+state: {path: status, pending: [running], success: [succeeded]}
+result: {require: [{path: result.url, kind: url}]}
+backoff: {base: 1s, max: 5s}
+limits: {deadline: 10m, max_status_requests: 12, max_transport_failures: 3, max_rate_limited: 3}
+`, api.URL, tokenSrv.URL)
+	c, err := contract.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := contract.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clock := &fakeClock{now: time.Now()}
+	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
+		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(k string) (string, bool) { return "value-" + k, true }})})
+	op, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-outage", ProviderJobID: "j1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := ctl.Wait(context.Background(), ex, op.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := st.EventList(context.Background(), op.ID)
+	story := strings.Join(audit.Story(events, time.UTC), "\n")
+	if final.Phase != "succeeded" || calls.Load() != 3 {
+		t.Fatalf("phase %s/%s after %d token requests, want succeeded after 3\n%s", final.Phase, final.Reason, calls.Load(), story)
+	}
+	if !strings.Contains(story, "answered HTTP 503 (temporarily_unavailable)") {
+		t.Errorf("the story does not say what the token endpoint answered:\n%s", story)
+	}
+}
