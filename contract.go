@@ -95,14 +95,41 @@ type StatusCall struct {
 	// string values may hold {job_id} and the declared variables, filled
 	// in as JSON strings (contract.StatusBody).
 	Body string
+	// CAFile is a file: reference to PEM certificates trusted for this
+	// contract's requests alone, instead of the system pool; "" for none.
+	CAFile string
 }
 
-// Credential says where the secret comes from, never what it is.
+// Credential kinds besides a static header secret (Kind "").
+const (
+	CredentialOAuth2  = "oauth2_client_credentials"
+	CredentialGoogle  = "google_service_account"
+	CredentialSigV4   = "aws_sigv4"
+	CredentialDefault = ""
+)
+
+// Credential says where the secret comes from, never what it is. A kind
+// other than the static header mints or signs at request time from the
+// references it names; whatever it mints stays in the prober's memory.
 type Credential struct {
+	// Kind is "" for a static secret, or one of the Credential* kinds.
+	Kind   string
 	Header string
 	Scheme string
-	// Ref is "env:NAME" or "file:PATH", resolved at request time.
+	// Ref is "env:NAME" or "file:PATH", resolved at request time: the
+	// static secret, the OAuth2 client secret, the Google key file or the
+	// AWS secret access key. It is also the credential's name.
 	Ref string
+	// TokenURL is the OAuth2 token endpoint, written in the contract.
+	TokenURL string
+	// ClientID is an env:/file: reference to the OAuth2 client id.
+	ClientID string
+	Scopes   []string
+	// Region and Service scope an AWS SigV4 signature.
+	Region, Service string
+	// AccessKeyID and SessionToken are env:/file: references; the
+	// session token is optional.
+	AccessKeyID, SessionToken string
 }
 
 // StateTable classifies the provider's state values (R2).

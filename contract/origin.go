@@ -68,6 +68,9 @@ func ParseOrigin(rawURL string) (Origin, error) {
 	if u.User != nil {
 		return Origin{}, refusef("URL carries user credentials")
 	}
+	if strings.Contains(host, "*") {
+		return Origin{}, refusef("a URL names one host; a wildcard belongs only in allowed_hosts")
+	}
 	if normHost(u.Hostname()) != host {
 		return Origin{}, refusef("the URL's host cannot be read unambiguously")
 	}
@@ -165,12 +168,79 @@ func AllowedOrigins(c *pollwarden.Contract) []Origin {
 	return out
 }
 
+// Matches reports whether got is o, or, when o's host is a wildcard
+// ("*.cognitiveservices.azure.com"), whether got has o's scheme and port
+// and a host exactly one label under the wildcard's suffix: never the
+// suffix itself, a deeper name, or an IP address.
+func (o Origin) Matches(got Origin) bool {
+	suffix, wild := strings.CutPrefix(o.Host, "*")
+	if !wild {
+		return o == got
+	}
+	if o.Scheme != got.Scheme || o.Port != got.Port || net.ParseIP(got.Host) != nil {
+		return false
+	}
+	label, ok := strings.CutSuffix(got.Host, suffix)
+	return ok && label != "" && !strings.ContainsAny(label, ".*")
+}
+
+// allowedBy reports whether got matches one of the origins.
+func allowedBy(allowed []Origin, got Origin) bool {
+	for _, o := range allowed {
+		if o.Matches(got) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkWildcard accepts a host with a wildcard only as its whole leftmost
+// label over at least two more labels: "*.cognitiveservices.azure.com",
+// not "*.com", "a*.example.com" or "api.*.example.com".
+func checkWildcard(h string) error {
+	if !strings.Contains(h, "*") {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(h, "*.")
+	switch {
+	case !ok || strings.Contains(rest, "*"):
+		return refusef("a wildcard is the whole leftmost label of a host, as in *.example.com, got %s", clip(h))
+	case strings.Count(rest, ".") < 1 || strings.HasPrefix(rest, ".") || strings.HasSuffix(rest, "."):
+		return refusef("a wildcard needs at least two labels after it (*.example.com, not *.com), got %s", clip(h))
+	}
+	return nil
+}
+
 // entryOrigin reads one allowed_hosts entry.
 func entryOrigin(entry string, base Origin, haveBase bool) (Origin, error) {
 	if strings.Contains(entry, "://") {
-		o, err := ParseOrigin(entry)
+		scheme, rest, _ := strings.Cut(entry, "://")
+		if strings.Contains(scheme, "*") {
+			return Origin{}, refusef("a wildcard may stand for one host label, never the scheme")
+		}
+		authority := strings.TrimSuffix(rest, "/")
+		if i := strings.LastIndexByte(authority, ':'); i >= 0 && strings.Contains(authority[i:], "*") {
+			return Origin{}, refusef("a wildcard may stand for one host label, never the port")
+		}
+		parse := entry
+		wild := strings.HasPrefix(rest, "*")
+		if strings.Contains(authority, "*") {
+			host := authority
+			if i := strings.LastIndexByte(host, ':'); i >= 0 {
+				host = host[:i]
+			}
+			if err := checkWildcard(normHost(host)); err != nil {
+				return Origin{}, err
+			}
+			// Parse with a plain label in the wildcard's place.
+			parse = scheme + "://w" + rest[1:]
+		}
+		o, err := ParseOrigin(parse)
 		if err != nil {
 			return Origin{}, err
+		}
+		if wild {
+			o.Host = "*" + o.Host[1:]
 		}
 		if _, rest, _ := strings.Cut(entry, "://"); strings.ContainsAny(strings.TrimSuffix(rest, "/"), "/?#") {
 			return Origin{}, refusef("an origin is scheme://host[:port] with no path, query or fragment")
@@ -181,8 +251,11 @@ func entryOrigin(entry string, base Origin, haveBase bool) (Origin, error) {
 		return Origin{}, refusef("a bare host needs a readable status.url for its scheme and port")
 	}
 	h := normHost(entry)
-	if h == "" || strings.ContainsAny(h, "/@*?#% \t") || (strings.Contains(h, ":") && net.ParseIP(h) == nil) {
-		return Origin{}, refusef("must be a bare host name or an origin such as https://host:8443 (no path or wildcard), got %s", clip(entry))
+	if h == "" || strings.ContainsAny(h, "/@?#% \t") || (strings.Contains(h, ":") && net.ParseIP(h) == nil) {
+		return Origin{}, refusef("must be a bare host name or an origin such as https://host:8443 (no path), got %s", clip(entry))
+	}
+	if err := checkWildcard(h); err != nil {
+		return Origin{}, err
 	}
 	return Origin{Scheme: base.Scheme, Host: h, Port: base.Port}, nil
 }
@@ -200,10 +273,8 @@ func CheckOrigin(c *pollwarden.Contract, rawURL string) error {
 		return err
 	}
 	allowed := AllowedOrigins(c)
-	for _, o := range allowed {
-		if o == got {
-			return nil
-		}
+	if allowedBy(allowed, got) {
+		return nil
 	}
 	names := make([]string, len(allowed))
 	for i, o := range allowed {
@@ -211,7 +282,7 @@ func CheckOrigin(c *pollwarden.Contract, rawURL string) error {
 	}
 	why := "its host is not allowed"
 	for _, o := range allowed {
-		if o.Host != got.Host {
+		if o.Host != got.Host && !(Origin{Scheme: o.Scheme, Host: o.Host, Port: got.Port}).Matches(Origin{Scheme: o.Scheme, Host: got.Host, Port: got.Port}) {
 			continue
 		}
 		if got.Scheme == "http" && o.Scheme == "https" {

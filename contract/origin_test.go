@@ -88,3 +88,56 @@ func TestDowngrade(t *testing.T) {
 		t.Error("no downgrade reported wrongly")
 	}
 }
+
+// TestWildcardOrigin: a wildcard stands for exactly one leftmost label,
+// under the entry's own scheme and port.
+func TestWildcardOrigin(t *testing.T) {
+	c := specContract()
+	c.Status.URL = "https://myres.cognitiveservices.azure.com/jobs/{job_id}"
+	c.Status.AllowedHosts = []string{"https://*.cognitiveservices.azure.com", "*.openai.azure.com"}
+	for _, tc := range []struct{ url, want string }{
+		{"https://eastus.cognitiveservices.azure.com/x", ""},
+		{"https://EastUS.CognitiveServices.Azure.com./x", ""},
+		{"https://eastus.openai.azure.com/x", ""},
+		{"https://evil.com.cognitiveservices.azure.com.attacker.net/x", "host is not allowed"},
+		{"https://a.b.cognitiveservices.azure.com/x", "host is not allowed"},
+		{"https://cognitiveservices.azure.com/x", "host is not allowed"},
+		{"https://xcognitiveservices.azure.com/x", "host is not allowed"},
+		{"http://eastus.cognitiveservices.azure.com/x", "unencrypted"},
+		{"https://eastus.cognitiveservices.azure.com:8443/x", "port or scheme"},
+	} {
+		err := CheckOrigin(c, tc.url)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckOrigin(%q) = %v, want allowed", tc.url, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckOrigin(%q) = %v, want a refusal with %q", tc.url, err, tc.want)
+		}
+	}
+}
+
+func TestWildcardOriginRefused(t *testing.T) {
+	for _, tc := range []struct{ entry, want string }{
+		{"*://api.example.com", "never the scheme"},
+		{"https://*.example.com:*", "never the port"},
+		{"https://api.example.com:8*", "never the port"},
+		{"https://*.com", "at least two labels"},
+		{"*.com", "at least two labels"},
+		{"https://a*.example.com", "whole leftmost label"},
+		{"https://api.*.example.com", "whole leftmost label"},
+		{"*.*.example.com", "whole leftmost label"},
+		{"https://**.example.com", "whole leftmost label"},
+	} {
+		src := strings.Replace(base, "  url: https://api.example.com/jobs/{job_id}\n",
+			"  url: https://api.example.com/jobs/{job_id}\n  allowed_hosts: [api.example.com, \""+tc.entry+"\"]\n", 1)
+		_, err := Parse([]byte(src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("allowed_hosts entry %q: %v, want a problem with %q", tc.entry, err, tc.want)
+		}
+	}
+	// The status URL itself names one host.
+	src := strings.Replace(base, "https://api.example.com/jobs", "https://*.example.com/jobs", 1)
+	if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), "wildcard") {
+		t.Errorf("wildcard status.url: %v", err)
+	}
+}

@@ -115,7 +115,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	}
 	d.baseBad = baseBad
 	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
-		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header")
+		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	c := &pollwarden.Contract{
 		Vars:    vars,
@@ -258,7 +258,7 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 		case msg != "" && d.baseBad:
 		case msg != "":
 			d.addf(line, o.child("url"), "%s", msg)
-		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):
+		case !allowedBy(AllowedOrigins(c), origin) && statusURLReadable(c):
 			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
 		}
 	}

@@ -53,7 +53,8 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 			s.Body = d.body(o.child("body"), v)
 		}
 	}
-	s.Credential = d.credential(o.obj("credential", false, "header", "scheme", "secret"))
+	s.Credential = d.credential(o.obj("credential", false, credentialKeys...), base, urlOK)
+	s.CAFile = d.caFile(o)
 	s.Headers = d.headers(o.obj("headers", false), s.Credential)
 	s.Timeout, _ = o.duration("timeout", defaultTimeout, false)
 	s.MaxBodyBytes = int64(o.integer("max_body_bytes", defaultMaxBodyBytes, 1))
@@ -90,35 +91,6 @@ func (d *decoder) method(line int, path, m string) string {
 		d.addf(line, path, "must be an HTTP method such as GET, got %s", clip(m))
 	}
 	return m
-}
-
-// credential decodes where the secret lives. The secret reference is
-// never echoed in a message: if it is wrong, it may be the secret itself.
-func (d *decoder) credential(o *object) *pollwarden.Credential {
-	if !o.present {
-		return nil
-	}
-	c := &pollwarden.Credential{}
-	if h, line, ok := o.str("header", true); ok {
-		if !isToken(h) {
-			d.addf(line, o.child("header"), "must be a header name, got %s", clip(h))
-		}
-		c.Header = h
-	}
-	if sc, line, ok := o.str("scheme", false); ok {
-		if !isToken(sc) {
-			d.addf(line, o.child("scheme"), "must be one word such as Bearer, got %s", clip(sc))
-		}
-		c.Scheme = sc
-	}
-	if ref, line, ok := o.str("secret", true); ok {
-		if msg := checkRef(ref); msg != "" {
-			d.addf(line, o.child("secret"), "%s (value not shown)", msg)
-		} else {
-			c.Ref = ref
-		}
-	}
-	return c
 }
 
 // checkRef accepts env:NAME and file:PATH and nothing else.

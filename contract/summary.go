@@ -54,9 +54,24 @@ func Summary(c *pollwarden.Contract) string {
 		if cr.Scheme != "" {
 			scheme = ", scheme " + cr.Scheme
 		}
-		line("credential: %s in header %s%s", cr.Ref, cr.Header, scheme)
+		switch cr.Kind {
+		case pollwarden.CredentialSigV4:
+			line("credential: AWS SigV4 (%s, %s), key %s, secret %s", cr.Region, cr.Service, cr.AccessKeyID, cr.Ref)
+		case pollwarden.CredentialOAuth2:
+			line("credential: OAuth2 client %s, secret %s, token from %s, in header %s%s", cr.ClientID, cr.Ref, cr.TokenURL, cr.Header, scheme)
+		case pollwarden.CredentialGoogle:
+			line("credential: Google service account key %s, token from %s, in header %s%s", cr.Ref, cr.TokenURL, cr.Header, scheme)
+		default:
+			line("credential: %s in header %s%s", cr.Ref, cr.Header, scheme)
+		}
+		if len(cr.Scopes) > 0 {
+			line("            scopes %s", strings.Join(cr.Scopes, " "))
+		}
 	} else {
 		line("credential: none")
+	}
+	if s.CAFile != "" {
+		line("trusts:     only the CA certificates in %s", strings.TrimPrefix(s.CAFile, "file:"))
 	}
 	t := c.State
 	line("state path: %s", t.Path)

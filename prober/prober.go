@@ -10,6 +10,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"time"
@@ -52,6 +53,10 @@ type Prober struct {
 	readFile  func(string) ([]byte, error)
 	now       func() time.Time
 	userAgent string
+	// tokens holds minted access tokens, in memory only.
+	tokens tokenCache
+	// cas holds the clients of contracts that trust their own CA.
+	cas caClients
 }
 
 // New returns a Prober. It panics when opts.Now is nil, a programming error.
@@ -103,6 +108,8 @@ type Response struct {
 	// Sent is true once the request was handed to the transport. False
 	// means nothing left this process (credential unavailable, URL or host
 	// refused before sending), so the call is not an ambiguous delivery.
+	// A token endpoint that gave no token sets it too: that request left,
+	// and the poll is a transport failure like an unreachable provider.
 	Sent       bool
 	SentAt     time.Time
 	ReceivedAt time.Time
@@ -162,6 +169,9 @@ func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
 	if !listed[f.State] {
 		f.State = sc.text(f.State)
 	}
+	// The provider's own word for the state (state.raw) is provider text
+	// like any other, kept in the record and the story.
+	f.ProviderState = sc.text(f.ProviderState)
 	f.Error = sc.raw(f.Error)
 	for path, v := range f.Fields {
 		f.Fields[path] = sc.value(v)
@@ -219,19 +229,24 @@ func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollward
 // call wraps send so that redaction, then the caps, run on every path
 // out.
 func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte) Response {
-	var secret, value string
-	if cred := c.Status.Credential; cred != nil {
-		s, err := p.resolve(cred.Ref)
-		if err != nil {
+	auth, err := p.authorize(ctx, c)
+	var secrets []string
+	if auth != nil {
+		secrets = auth.secrets
+	}
+	sc := newScrubber(secrets, c)
+	if err != nil {
+		var tf *tokenFailure
+		if !errors.As(err, &tf) {
 			return Response{CredentialError: err}
 		}
-		secret, value = s, s
-		if cred.Scheme != "" {
-			value = cred.Scheme + " " + s
-		}
+		// A request did leave (to the token endpoint): the poll is a
+		// transport failure, retried and counted like an unreachable
+		// provider, not a call that could not be made at all.
+		now := p.now()
+		return Response{Sent: true, SentAt: now, ReceivedAt: now, Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
 	}
-	resp := p.send(ctx, c, method, rawURL, value, body)
-	sc := newScrubber(secret, c)
+	resp := p.send(ctx, c, method, rawURL, auth, body)
 	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)
 	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
 	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)

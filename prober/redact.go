@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,13 +29,24 @@ type scrubber struct {
 	// when a short secret happens to occur inside it (secret "pire",
 	// state "expired").
 	keep map[string]bool
+	// next removes the next secret, when the credential used several.
+	next *scrubber
 }
 
-func newScrubber(secret string, c *pollwarden.Contract) *scrubber {
-	if secret == "" {
-		return nil
+// newScrubber removes every one of secrets (a static secret; or a client
+// secret and the token it minted; or an AWS key and session token), one
+// after another, longest first so a secret inside another goes with it.
+func newScrubber(secrets []string, c *pollwarden.Contract) *scrubber {
+	list := slices.Clone(secrets)
+	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
+	var head *scrubber
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i] == "" {
+			continue
+		}
+		head = &scrubber{secret: list[i], forms: replacer(list[i]), keep: listedStates(c), next: head}
 	}
-	return &scrubber{secret: secret, forms: replacer(secret), keep: listedStates(c)}
+	return head
 }
 
 // text removes the secret from s, whether it appears raw, JSON-escaped,
@@ -62,6 +74,9 @@ func (sc *scrubber) text(s string) string {
 	if sc.reveals(out) {
 		// Deeper nesting than the rounds undo: keep nothing of it.
 		return Redacted
+	}
+	if sc.next != nil {
+		return sc.next.text(out)
 	}
 	return out
 }

@@ -16,7 +16,7 @@ func FuzzScrubLeavesNoSecret(f *testing.F) {
 			f.Add(s, s, form)
 		}
 	}
-	sc := newScrubber(canary, stateContract())
+	sc := newScrubber([]string{canary}, stateContract())
 	f.Fuzz(func(t *testing.T, before, after string, form int) {
 		var mid string
 		switch form % 6 {

@@ -13,11 +13,11 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 )
 
-// send performs the request and its redirects. credValue is the full
-// credential header value ("" when the contract has no credential). The
+// send performs the request and its redirects. auth puts the credential
+// on each hop (nil when the contract has none). The
 // Response's texts are whole and unredacted, and its body has no scrubber
 // yet: call redacts, then cuts.
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL, credValue string, reqBody []byte) (resp Response) {
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL string, auth *authorizer, reqBody []byte) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
@@ -36,6 +36,10 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	limit := c.Status.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
+	}
+	client, err := p.clientFor(c)
+	if err != nil {
+		return Response{Transport: pollwarden.TransportTLS, TransportDetail: err.Error() + "; nothing sent"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -62,15 +66,19 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
-		if cred := c.Status.Credential; cred != nil {
-			// Set last so a contract header of the same name cannot
-			// replace it; only ever reached for an allowed origin.
-			req.Header.Set(cred.Header, credValue)
+		if auth != nil {
+			// Last, so a contract header of the same name cannot replace
+			// it and a signature covers every header; only ever reached
+			// for an allowed origin.
+			if err := auth.apply(req, reqBody); err != nil {
+				resp.Transport, resp.TransportDetail = pollwarden.TransportOther, err.Error()+"; nothing sent"
+				return resp
+			}
 		}
 		if !resp.Sent {
 			resp.Sent, resp.SentAt = true, p.now()
 		}
-		r, err := p.client.Do(req)
+		r, err := client.Do(req)
 		if err != nil {
 			resp.ReceivedAt = p.now()
 			resp.Transport, resp.TransportDetail = classify(ctx, err, timeout)

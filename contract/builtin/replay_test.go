@@ -226,6 +226,13 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 		}
 	}
 	for _, r := range fake.requests {
+		if cr := c.Status.Credential; cr != nil && cr.Kind == pollwarden.CredentialSigV4 {
+			// Signed, not sent: the key id is in the header, the key never.
+			if got := r.Header.Get("Authorization"); !strings.HasPrefix(got, "AWS4-HMAC-SHA256 Credential="+replayToken+"/") {
+				t.Errorf("request carries Authorization %q, want a SigV4 signature", got)
+			}
+			continue
+		}
 		if got := r.Header.Values(credentialHeader(c)); len(got) != 1 || !strings.HasSuffix(got[0], replayToken) {
 			t.Errorf("request carries %s %q, want the credential", credentialHeader(c), got)
 		}
