@@ -71,14 +71,14 @@ func httpServer(t *testing.T, r *rig) string {
 	if r.httpURL != "" {
 		return r.httpURL
 	}
-	set, err := tokens.New(
+	toks, err := tokens.New(
 		tokens.Spec{Name: agentName, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
 		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.NewHandler(httpapi.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: set,
+	h := httpapi.NewHandler(httpapi.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: toks,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
