@@ -18,4 +18,8 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrInvalid: input that names its own problem; wrapped with detail.
 	ErrInvalid = errors.New("invalid")
+	// ErrPhase: the input is well formed but the operation's phase does
+	// not allow it now (an extension request on a finished operation);
+	// a door answers it as a conflict with the caller's view of the record.
+	ErrPhase = errors.New("not allowed in this phase")
 )

@@ -97,7 +97,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		if ct.Status.Credential != nil {
 			cred = ct.Status.Credential.Ref
 		}
-		p.ID = ct.Name + "-" + policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars)[:12]
+		p.ID = pollwarden.DerivedOperationID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars), "")
 	}
 	p.Owner = env.localOwner("cli")
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
@@ -147,6 +147,11 @@ func (f waitFlags) params(cmd *cobra.Command, now time.Time) (policy.NewParams, 
 		problems = append(problems, err.Error())
 	}
 	p.Vars = vars
+	if f.opID != "" {
+		if err := pollwarden.CheckOperationID("--operation-id", f.opID); err != nil {
+			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+		}
+	}
 	if (f.jobID == "") == (f.statusURL == "") {
 		problems = append(problems, "give exactly one of --job-id and --status-url")
 	}
@@ -158,9 +163,9 @@ func (f waitFlags) params(cmd *cobra.Command, now time.Time) (policy.NewParams, 
 	}
 	p.MaxStatusRequests, p.MaxTransportFailures = f.maxRequests, f.maxFailures
 	if f.deadline != "" {
-		dl, err := parseDeadline(f.deadline, now)
+		dl, err := pollwarden.ParseDeadline("--deadline", f.deadline, now)
 		if err != nil {
-			problems = append(problems, err.Error())
+			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
 		}
 		p.Deadline = dl
 	}
@@ -168,25 +173,6 @@ func (f waitFlags) params(cmd *cobra.Command, now time.Time) (policy.NewParams, 
 		return p, usage(errors.New(strings.Join(problems, "; ")))
 	}
 	return p, nil
-}
-
-// parseDeadline accepts a positive Go duration from now or an RFC 3339 time
-// in the future.
-func parseDeadline(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("--deadline %s must be positive", s)
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--deadline %q is neither a duration (40m) nor an RFC 3339 time", s)
-	}
-	if !t.After(now) {
-		return time.Time{}, fmt.Errorf("--deadline %s is in the past", s)
-	}
-	return t, nil
 }
 
 // credentialAvailable refuses to start when the contract's credential

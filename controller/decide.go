@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -62,12 +64,21 @@ func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operat
 	}
 }
 
-// RequestExtension records an agent's request; it grants nothing.
+// RequestExtension records an agent's request; it grants nothing. The
+// request is checked here for every door (see ParseExtension); one on a
+// finished operation is refused with pollwarden.ErrPhase, and nothing is
+// written to its audit.
 func (c *Controller) RequestExtension(ctx context.Context, id string, actor pollwarden.Actor, p ExtensionRequest) (*pollwarden.Operation, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	return c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
 		op, err := c.store.OperationGet(ctx, id)
 		if err != nil {
 			return nil, err
+		}
+		if op.Phase.Finished() {
+			return nil, fmt.Errorf("%w: operation %s is %s; there is nothing to extend", pollwarden.ErrPhase, op.ID, op.Phase)
 		}
 		now := c.clock.Now()
 		events := policy.RequestExtension(op, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)
@@ -78,9 +89,57 @@ func (c *Controller) RequestExtension(ctx context.Context, id string, actor poll
 	})
 }
 
-// ExtensionRequest is what an agent asks for; see RequestExtension.
+// ExtensionRequest is what an agent asks for; see RequestExtension and
+// ParseExtension, which builds one from what the agent typed.
 type ExtensionRequest struct {
 	ExtraTime           time.Duration
 	ExtraStatusRequests int
 	Justification       string
+}
+
+// MaxJustification keeps a request readable as one line of the story.
+const MaxJustification = 2000
+
+// ParseExtension reads an extension request as a door received it: the
+// extra time as typed ("15m", "0s"), the extra requests and the reason.
+// Either extra may be zero (an agent may need only more requests), not
+// both; a justification is required. Every problem is reported at once,
+// each naming its field as the API and MCP do.
+func ParseExtension(extraTime string, extraRequests int, justification string) (ExtensionRequest, error) {
+	var problems []string
+	d, err := time.ParseDuration(extraTime)
+	if err != nil || d < 0 {
+		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", quote(extraTime)))
+	}
+	if extraRequests < 0 {
+		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", extraRequests))
+	}
+	if err == nil && d == 0 && extraRequests == 0 {
+		problems = append(problems, "extra_time and extra_status_requests are both zero: ask for some extra_time or some extra_status_requests")
+	}
+	just := strings.TrimSpace(justification)
+	switch {
+	case just == "":
+		problems = append(problems, "justification is required: say why, for the person who decides")
+	case len(just) > MaxJustification:
+		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", MaxJustification))
+	}
+	if len(problems) > 0 {
+		return ExtensionRequest{}, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
+	}
+	return ExtensionRequest{ExtraTime: d, ExtraStatusRequests: extraRequests, Justification: just}, nil
+}
+
+func (p ExtensionRequest) check() error {
+	_, err := ParseExtension(p.ExtraTime.String(), p.ExtraStatusRequests, p.Justification)
+	return err
+}
+
+// quote shortens and quotes a caller's value for a message.
+func quote(s string) string {
+	const max = 80
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }

@@ -51,6 +51,12 @@ func TestAuthMatrix(t *testing.T) {
 				r.escalated(id, "export")
 			}
 			return strings.ReplaceAll(rt.path, "{id}", id), nil
+		case "POST /v1/operations/{id}/abandon":
+			id := fmt.Sprintf("op-abandon-%d", n)
+			if c.role >= agents {
+				r.create(id, "waiting-job", nil)
+			}
+			return strings.ReplaceAll(rt.path, "{id}", id), nil
 		}
 		return path, nil
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,9 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -31,36 +28,41 @@ type createRequest struct {
 	MaxTransportFailures *int              `json:"max_transport_failures,omitempty"`
 }
 
-// validID keeps operation ids usable as one URL path segment as they are.
-var validID = regexp.MustCompile(`^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}$`)
-
 // create hands a job over (POST /v1/operations). The operation id is the
 // idempotency key: the same id with the same body answers 200 with the
 // stored record (a client retrying after a lost answer gets what it
 // created, counters intact), with another body 409; a new id 201.
+// Without an operation_id the id is derived from the contract, the job,
+// the credential's name and the caller's token, so that a retry without
+// one resumes too.
 func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error {
 	var req createRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if req.OperationID != "" && !validID.MatchString(req.OperationID) {
-		return unprocessable("operation_id %s: use 1 to 128 letters, digits, '-', '_', '.' or '~'", clip(req.OperationID))
+	if req.OperationID != "" {
+		if err := pollwarden.CheckOperationID("operation_id", req.OperationID); err != nil {
+			return unprocessable("%s", trimSentinel(err))
+		}
 	}
 	digest := req.digest()
-	if req.OperationID != "" {
-		op, err := a.store.OperationGet(r.Context(), req.OperationID)
-		switch {
-		case err == nil:
-			return a.answerExisting(w, r, op, digest)
-		case !errors.Is(err, pollwarden.ErrNotFound):
-			return internal(err)
-		}
-	} else {
-		req.OperationID = newOperationID()
-	}
 	ex, p, err := a.createParams(req, who)
 	if err != nil {
 		return err
+	}
+	if p.ID == "" {
+		// As wait and watch_job do: the same request sent again (after a
+		// lost answer) resumes the operation instead of starting another
+		// one on the same job.
+		ct := ex.Contract()
+		p.ID = pollwarden.DerivedOperationID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, credentialRef(ct), p.Vars), who.Name)
+	}
+	op, err := a.store.OperationGet(r.Context(), p.ID)
+	switch {
+	case err == nil:
+		return a.answerExisting(w, r, op, digest)
+	case !errors.Is(err, pollwarden.ErrNotFound):
+		return internal(err)
 	}
 	p.RequestDigest = digest
 	op, created, err := a.ctl.Submit(r.Context(), ex, p)
@@ -88,7 +90,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 // same words whether or not the bodies match.
 func (a *api) answerExisting(w http.ResponseWriter, r *http.Request, op *pollwarden.Operation, digest string) error {
 	if !callerOf(r).Sees(op) {
-		return conflict("operation_id %s is already in use; choose another, or omit operation_id to get a fresh one", clip(op.ID))
+		return conflict("operation_id %s is already in use; choose another, or omit operation_id to get one derived from the contract and job", clip(op.ID))
 	}
 	if op.RequestDigest != digest {
 		return conflict("operation %s already exists with another request (contract %s, job %s); use another operation_id, or GET /v1/operations/%s",
@@ -149,9 +151,9 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 		*l.dst = *l.v
 	}
 	if req.Deadline != "" {
-		dl, err := parseDeadline(req.Deadline, a.clock.Now())
+		dl, err := pollwarden.ParseDeadline("deadline", req.Deadline, a.clock.Now())
 		if err != nil {
-			problems = append(problems, err.Error())
+			problems = append(problems, trimSentinel(err))
 		}
 		p.Deadline = dl
 	}
@@ -171,25 +173,6 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 	return ex, p, nil
 }
 
-// parseDeadline accepts a positive Go duration from now ("30m") or an RFC
-// 3339 time in the future, as `pollwarden wait --deadline` does.
-func parseDeadline(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("deadline %s must be positive", s)
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("deadline %s is neither a duration (40m) nor an RFC 3339 time", clip(s))
-	}
-	if !t.After(now) {
-		return time.Time{}, fmt.Errorf("deadline %s is not in the future", s)
-	}
-	return t, nil
-}
-
 // digest identifies the request apart from its operation id: every field
 // as sent, so "the same body" means the same contract, job, deadline and
 // limits. A relative deadline ("30m") is digested as written, so a retry
@@ -201,11 +184,13 @@ func (req createRequest) digest() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// newOperationID is random and URL-safe. A caller that may retry should
-// send its own operation_id: without one, a retry is a new operation with
-// a fresh budget.
-func newOperationID() string {
-	return "op-" + strings.ToLower(rand.Text())
+// credentialRef names the contract's credential (never its value) for
+// the request fingerprint, as the other doors do.
+func credentialRef(ct *pollwarden.Contract) string {
+	if ct.Status.Credential != nil {
+		return ct.Status.Credential.Ref
+	}
+	return ""
 }
 
 func jobOf(op *pollwarden.Operation) string {

@@ -85,19 +85,32 @@ func (r *rig) settle1(t *testing.T, id string) {
 	}
 }
 
-func TestCreateGeneratesID(t *testing.T) {
+// TestCreateDerivesID: without an operation_id the id is derived from
+// the contract, the job, the credential's name and the token, so that an
+// agent retrying after a lost answer resumes its operation instead of
+// starting a second one on the same job; another token gets its own.
+func TestCreateDerivesID(t *testing.T) {
 	r := newRig(t)
-	seen := map[string]bool{}
-	for range 3 {
-		a := r.do("POST", "/v1/operations", agentToken, map[string]any{"contract": "export", "job_id": "j"})
-		if a.status != http.StatusCreated {
-			t.Fatalf("%d %s", a.status, a.body)
-		}
-		id, _ := a.json(t)["operation_id"].(string)
-		if !regexp.MustCompile(`^op-[a-z2-7]{26}$`).MatchString(id) || seen[id] {
-			t.Errorf("generated id %q (seen before: %v)", id, seen[id])
-		}
-		seen[id] = true
+	body := map[string]any{"contract": "export", "job_id": "j"}
+	first := r.do("POST", "/v1/operations", agentToken, body)
+	if first.status != http.StatusCreated {
+		t.Fatalf("%d %s", first.status, first.body)
+	}
+	id, _ := first.json(t)["operation_id"].(string)
+	if !regexp.MustCompile(`^export-[0-9a-f]{12}$`).MatchString(id) {
+		t.Errorf("derived id %q", id)
+	}
+	again := r.do("POST", "/v1/operations", agentToken, body)
+	if again.status != http.StatusOK || again.json(t)["operation_id"] != id {
+		t.Errorf("retry: %d %s, want 200 with %s", again.status, again.body, id)
+	}
+	other := r.do("POST", "/v1/operations", approverToken, body)
+	if other.status != http.StatusCreated || other.json(t)["operation_id"] == id {
+		t.Errorf("another token: %d %s, want its own operation", other.status, other.body)
+	}
+	list, err := r.store.OperationList(context.Background(), pollwarden.ListParams{})
+	if err != nil || len(list) != 2 {
+		t.Errorf("%d operations stored (%v), want 2", len(list), err)
 	}
 }
 

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,9 +21,6 @@ type extensionRequest struct {
 	Justification       string `json:"justification"`
 }
 
-// maxJustification keeps a request readable as one line of the story.
-const maxJustification = 2000
-
 // requestExtension records an agent's request for more time or requests
 // (R20). It grants nothing: the limits stay as they are until an approver
 // decides. It answers 202 with the record, unchanged, so the agent sees
@@ -35,35 +31,16 @@ func (a *api) requestExtension(w http.ResponseWriter, r *http.Request, who pollw
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	var problems []string
-	d, err := time.ParseDuration(req.ExtraTime)
-	if err != nil || d <= 0 {
-		problems = append(problems, fmt.Sprintf("extra_time %s: want a positive duration such as 15m", clip(req.ExtraTime)))
-	}
-	if req.ExtraStatusRequests < 1 {
-		problems = append(problems, fmt.Sprintf("extra_status_requests must be at least 1, got %d", req.ExtraStatusRequests))
-	}
-	just := strings.TrimSpace(req.Justification)
-	switch {
-	case just == "":
-		problems = append(problems, "justification is required: say why the approver should grant more")
-	case len(just) > maxJustification:
-		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", maxJustification))
-	}
-	if len(problems) > 0 {
-		return unprocessable("%s", strings.Join(problems, "; "))
-	}
-	op, err := a.visible(r, id)
+	ext, err := controller.ParseExtension(req.ExtraTime, req.ExtraStatusRequests, req.Justification)
 	if err != nil {
+		return unprocessable("%s", strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+	}
+	if _, err := a.visible(r, id); err != nil {
 		return err
 	}
-	if op.Phase.Finished() {
-		return conflict("operation %s is %s; there is nothing to extend", op.ID, op.Phase)
-	}
-	ext := controller.ExtensionRequest{ExtraTime: d, ExtraStatusRequests: req.ExtraStatusRequests, Justification: just}
-	op, err = retryBusy(r.Context(), a.clock, func() (*pollwarden.Operation, error) {
-		return a.ctl.RequestExtension(r.Context(), id, who, ext)
-	})
+	// The controller refuses a finished operation and retries while a
+	// step holds the record.
+	op, err := a.ctl.RequestExtension(r.Context(), id, who, ext)
 	if err != nil {
 		return saveError(err, id)
 	}
@@ -115,6 +92,27 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 	return a.applyDecision(w, r, who, pollwarden.OptionCancel, req.Note)
 }
 
+// abandon stops watching an operation (POST …/abandon): nothing is sent
+// to the provider, and a waiting operation closes as failed. It narrows
+// authority, so an agent may do it to an operation it owns at any time,
+// without an escalation first; an approver to any operation. It is
+// recorded like a decision. An agent token that sees every operation
+// (scope all) still stops only its own.
+func (a *api) abandon(w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error {
+	var req cancelRequest
+	if err := optionalBody(w, r, &req); err != nil {
+		return err
+	}
+	op, err := a.visible(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if !who.Role.CanGrant() && op.Owner != who.Name {
+		return errorf(http.StatusForbidden, codeForbidden, "operation %s belongs to %s; an agent may abandon only its own operations", op.ID, op.Owner)
+	}
+	return a.applyDecision(w, r, who, pollwarden.OptionAbandon, req.Note)
+}
+
 func (a *api) applyDecision(w http.ResponseWriter, r *http.Request, who pollwarden.Actor, option, note string) error {
 	id := r.PathValue("id")
 	if len(note) > maxNote {
@@ -151,6 +149,8 @@ func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) er
 		return conflict("contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
 	case option == pollwarden.OptionCancel, op.Phase == pollwarden.PhaseCancelling:
 		return nil
+	case option == pollwarden.OptionAbandon && op.Phase == pollwarden.PhaseWaiting:
+		return nil // narrowing is allowed at any time
 	case !op.Phase.AwaitsDecision() || op.Escalation == nil:
 		return conflict("operation %s is %s, not escalated: there is no decision to make", op.ID, op.Phase)
 	}
@@ -172,8 +172,8 @@ func saveError(err error, id string) error {
 		return storeError(err, id)
 	case errors.Is(err, pollwarden.ErrConflict), errors.Is(err, pollwarden.ErrLeaseHeld), errors.Is(err, pollwarden.ErrLeaseLost):
 		return conflict("operation %s changed while this request was applied; read it again and retry", id)
-	case errors.Is(err, pollwarden.ErrInvalid):
-		return conflict("%s", strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+	case errors.Is(err, pollwarden.ErrInvalid), errors.Is(err, pollwarden.ErrPhase):
+		return conflict("%s", trimSentinel(err))
 	case errors.Is(err, pollwarden.ErrForbidden):
 		return errorf(http.StatusForbidden, codeForbidden, "%s", strings.TrimPrefix(err.Error(), pollwarden.ErrForbidden.Error()+": "))
 	}
@@ -199,4 +199,14 @@ func retryBusy(ctx context.Context, clock pollwarden.Clock, f func() (*pollwarde
 			return op, err
 		}
 	}
+}
+
+// trimSentinel is err's message without the sentinel's prefix, which says
+// nothing to a caller that the status code does not.
+func trimSentinel(err error) string {
+	msg := err.Error()
+	for _, s := range []error{pollwarden.ErrInvalid, pollwarden.ErrPhase} {
+		msg = strings.TrimPrefix(msg, s.Error()+": ")
+	}
+	return msg
 }

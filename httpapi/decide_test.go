@@ -41,9 +41,10 @@ func TestExtensionRequestRefused(t *testing.T) {
 	r.fp.Script("j", fp.State("running", nil))
 	r.create("op-w", "j", nil)
 	for name, body := range map[string]map[string]any{
-		"zero time":         {"extra_time": "0s", "extra_status_requests": 1, "justification": "x"},
+		"nothing asked":     {"extra_time": "0s", "extra_status_requests": 0, "justification": "x"},
+		"negative time":     {"extra_time": "-5m", "extra_status_requests": 1, "justification": "x"},
 		"garbage time":      {"extra_time": "later", "extra_status_requests": 1, "justification": "x"},
-		"zero requests":     {"extra_time": "5m", "extra_status_requests": 0, "justification": "x"},
+		"negative requests": {"extra_time": "5m", "extra_status_requests": -1, "justification": "x"},
 		"no justification":  {"extra_time": "5m", "extra_status_requests": 1, "justification": "  "},
 		"missing all three": {},
 	} {

@@ -97,6 +97,7 @@ func routes() []route {
 		{"POST", "/v1/operations/{id}/extension-requests", agents, (*api).requestExtension},
 		{"POST", "/v1/operations/{id}/decisions", approvers, (*api).decide},
 		{"POST", "/v1/operations/{id}/cancel", approvers, (*api).cancel},
+		{"POST", "/v1/operations/{id}/abandon", agents, (*api).abandon},
 		{"GET", "/metrics", anyone, (*api).serveMetrics},
 		{"GET", "/healthz", anyone, (*api).healthz},
 		{"GET", "/readyz", anyone, (*api).readyz},

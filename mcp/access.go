@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -65,16 +63,15 @@ func (id identity) listOwner() (string, bool) {
 	return id.caller.ListOwner()
 }
 
-// derivedID is the operation id watch_job gives a job when the caller
-// names none, so that calling it again resumes. Over /mcp the token's
-// name is part of it: two agents watching one provider job each get their
-// own operation, and neither resumes (or learns of) the other's.
-func derivedID(contractName, fingerprint string, id identity) string {
+// derivedOwner is the owner part of the id watch_job derives when the
+// caller names none (pollwarden.DerivedOperationID): over /mcp the
+// token's name, so two agents watching one provider job each get their
+// own operation; "" for the stdio server.
+func (id identity) derivedOwner() string {
 	if !id.remote {
-		return contractName + "-" + fingerprint[:12]
+		return ""
 	}
-	h := sha256.Sum256([]byte("owner\n" + id.caller.Name + "\n" + fingerprint))
-	return contractName + "-" + hex.EncodeToString(h[:])[:12]
+	return id.caller.Name
 }
 
 // errTaken refuses an operation id that belongs to an operation the

@@ -100,23 +100,14 @@ func internal(err error) error {
 	return fmt.Errorf("internal error in pollwarden (%v); try again, and tell the user if it persists", err)
 }
 
-// parseDeadline accepts a positive duration from now or a future RFC 3339
-// time, as watch_job's deadline.
-func parseDeadline(v string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("deadline %s must be positive", clip(v))
-		}
-		return now.Add(d), nil
+// trimInvalid is err's message without the sentinel's prefix: a tool
+// error is read by a model, which the word "invalid" tells nothing.
+func trimInvalid(err error) string {
+	msg := err.Error()
+	for _, s := range []error{pollwarden.ErrInvalid, pollwarden.ErrPhase} {
+		msg = strings.TrimPrefix(msg, s.Error()+": ")
 	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("deadline %s is neither a duration (40m) nor an RFC 3339 time", clip(v))
-	}
-	if !t.After(now) {
-		return time.Time{}, fmt.Errorf("deadline %s is not in the future", clip(v))
-	}
-	return t, nil
+	return msg
 }
 
 func clip(s string) string {

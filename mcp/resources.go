@@ -28,7 +28,7 @@ func ResourceURI(id string) string { return ResourcePrefix + id }
 
 func operationID(uri string) (string, bool) {
 	id, ok := strings.CutPrefix(uri, ResourcePrefix)
-	return id, ok && validID.MatchString(id)
+	return id, ok && pollwarden.CheckOperationID("operation_id", id) == nil
 }
 
 // readOperation answers resources/read with the outcome JSON.

@@ -108,7 +108,7 @@ func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *task
 		return nil, err
 	}
 	if st := taskStatus(op); st.Terminal() {
-		return nil, rpcError(mcptask.CodeInvalidParams, "task %s is already %s and cannot be cancelled", op.ID, st)
+		return nil, rpcError(mcptask.CodeInvalidParams, "task %s is already %s (its operation is %s) and cannot be cancelled", op.ID, st, op.Phase)
 	}
 	op, err = s.abandonWait(ctx, op)
 	if err != nil {
@@ -121,9 +121,8 @@ func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *task
 }
 
 // abandonWait is the one place a task's cancel reaches the controller: an
-// agent's abandon decision (it grants nothing). The controller accepts it
-// on an escalated operation; a waiting one is refused with a clear error
-// until abandoning a waiting operation is allowed there.
+// agent's abandon decision (it grants nothing), which the controller
+// accepts on a waiting operation as on an escalated one.
 func (s *server) abandonWait(ctx context.Context, op *pollwarden.Operation) (*pollwarden.Operation, error) {
 	ex, ok := s.o.Contracts.Get(op.Contract)
 	if !ok {

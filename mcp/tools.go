@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -16,8 +15,6 @@ import (
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
 )
-
-var validID = regexp.MustCompile(`^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}$`)
 
 func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJobIn) (*sdk.CallToolResult, JobAnswer, error) {
 	if in.Contract == "" {
@@ -48,8 +45,10 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 			problems = append(problems, fmt.Sprintf("status_url: %v", err))
 		}
 	}
-	if in.OperationID != "" && !validID.MatchString(in.OperationID) {
-		problems = append(problems, fmt.Sprintf("operation_id %s: use 1 to 128 letters, digits, '-', '_', '.' or '~', or omit it", clip(in.OperationID)))
+	if in.OperationID != "" {
+		if err := pollwarden.CheckOperationID("operation_id", in.OperationID); err != nil {
+			problems = append(problems, trimInvalid(err))
+		}
 	}
 	if in.MaxStatusRequests != nil {
 		if *in.MaxStatusRequests < 1 {
@@ -62,10 +61,10 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		}
 	}
 	if in.Deadline != "" {
-		dl, err := parseDeadline(in.Deadline, now)
+		dl, err := pollwarden.ParseDeadline("deadline", in.Deadline, now)
 		switch {
 		case err != nil:
-			problems = append(problems, err.Error())
+			problems = append(problems, trimInvalid(err))
 		case dl.After(now.Add(ct.Limits.Deadline)):
 			problems = append(problems, fmt.Sprintf("deadline %s is later than contract %s's deadline of %s from now; an agent may only lower it (omit it for the contract's); only a person can raise a limit: call request_extension to ask",
 				clip(in.Deadline), ct.Name, ct.Limits.Deadline))
@@ -90,7 +89,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 		if ct.Status.Credential != nil {
 			cred = ct.Status.Credential.Ref
 		}
-		p.ID = derivedID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars), who)
+		p.ID = pollwarden.DerivedOperationID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars), who.derivedOwner())
 	}
 	p.Owner = s.owner(who)
 	if who.remote { // a token is named as the creator; the stdio server is the operator's own
@@ -225,31 +224,21 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 }
 
 func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, in RequestExtensionIn) (*sdk.CallToolResult, ExtensionAnswer, error) {
-	var problems []string
-	extra, err := time.ParseDuration(in.ExtraTime)
-	if err != nil || extra < 0 {
-		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", clip(in.ExtraTime)))
-	}
-	if in.ExtraStatusRequests < 0 {
-		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", in.ExtraStatusRequests))
-	}
-	if err == nil && extra == 0 && in.ExtraStatusRequests == 0 {
-		problems = append(problems, "ask for some extra_time or some extra_status_requests")
-	}
-	if strings.TrimSpace(in.Justification) == "" {
-		problems = append(problems, "justification is required: say why, for the person who decides")
-	}
-	if len(problems) > 0 {
-		return nil, ExtensionAnswer{}, errors.New(strings.Join(problems, "; "))
+	ext, err := controller.ParseExtension(in.ExtraTime, in.ExtraStatusRequests, in.Justification)
+	if err != nil {
+		return nil, ExtensionAnswer{}, errors.New(trimInvalid(err))
 	}
 	if _, err := s.get(ctx, in.OperationID); err != nil {
 		return nil, ExtensionAnswer{}, err
 	}
-	op, err := s.o.Controller.RequestExtension(ctx, in.OperationID, s.who(ctx).actor(),
-		controller.ExtensionRequest{ExtraTime: extra, ExtraStatusRequests: in.ExtraStatusRequests, Justification: in.Justification})
-	if err != nil {
+	op, err := s.o.Controller.RequestExtension(ctx, in.OperationID, s.who(ctx).actor(), ext)
+	switch {
+	case errors.Is(err, pollwarden.ErrPhase), errors.Is(err, pollwarden.ErrInvalid):
+		return nil, ExtensionAnswer{}, errors.New(trimInvalid(err))
+	case err != nil:
 		return nil, ExtensionAnswer{}, internal(err)
 	}
+	extra := ext.ExtraTime
 	return nil, ExtensionAnswer{
 		OperationID: op.ID, Granted: false, ExtraTime: extra.String(), ExtraStatusRequests: in.ExtraStatusRequests,
 		DeadlineAt: op.DeadlineAt, MaxStatusRequests: op.MaxStatusRequests,

@@ -1,0 +1,152 @@
+package doortest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/httpapi"
+	"github.com/pollwarden/pollwarden/tokens"
+)
+
+const (
+	agentToken    = "tok-doortest-agent"
+	approverToken = "tok-doortest-approver"
+)
+
+// TestHTTPDoor replays the table through a real httpapi handler over
+// loopback: an agent token creates, asks and abandons, an approver's
+// decides.
+func TestHTTPDoor(t *testing.T) { runTable(t, httpDoor{}) }
+
+type httpDoor struct{}
+
+func (httpDoor) fine() bool { return true }
+
+func (httpDoor) do(t *testing.T, r *rig, req request) answer {
+	t.Helper()
+	srv := httpServer(t, r)
+	switch req.kind {
+	case create:
+		body := map[string]any{"contract": req.contract}
+		set(body, "operation_id", req.opID)
+		set(body, "job_id", req.job)
+		set(body, "deadline", req.deadline)
+		if req.vars != nil {
+			body["vars"] = req.vars
+		}
+		if req.maxRequests != 0 {
+			body["max_status_requests"] = req.maxRequests
+		}
+		return post(t, srv, "/v1/operations", agentToken, body)
+	case extend:
+		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/extension-requests", agentToken,
+			map[string]any{"extra_time": req.extraTime, "extra_status_requests": req.extraRequests, "justification": req.justification})
+	case decide:
+		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/decisions", approverToken, map[string]any{"option": req.option})
+	case abandon:
+		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/abandon", agentToken, map[string]any{})
+	}
+	panic("unknown kind " + req.kind)
+}
+
+func set(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+// httpServer serves the API over r's store on a loopback port, once per
+// rig.
+func httpServer(t *testing.T, r *rig) string {
+	t.Helper()
+	if r.httpURL != "" {
+		return r.httpURL
+	}
+	toks, err := tokens.New(
+		tokens.Spec{Name: agentName, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
+		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpapi.NewHandler(httpapi.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: toks,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	r.httpURL = srv.URL
+	return srv.URL
+}
+
+func post(t *testing.T, base, path, token string, body map[string]any) answer {
+	t.Helper()
+	req, err := http.NewRequest("POST", base+path, bytes.NewReader(rawJSON(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	a := answer{text: string(b)}
+	switch {
+	case res.StatusCode/100 == 2:
+		a.class = accepted
+		var out struct {
+			ID string `json:"operation_id"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%d answer is not a record: %s", res.StatusCode, b)
+		}
+		a.id = out.ID
+	case res.StatusCode == http.StatusBadRequest, res.StatusCode == http.StatusUnprocessableEntity:
+		a.class = invalid
+	case res.StatusCode == http.StatusConflict:
+		a.class = conflict
+	case res.StatusCode == http.StatusForbidden:
+		a.class = forbidden
+	case res.StatusCode == http.StatusNotFound:
+		a.class = notFound
+	default:
+		a.class = broken
+	}
+	return a
+}
+
+// rawJSON encodes body as a client would send it, except that a string
+// that is not UTF-8 is sent as its raw bytes (encoding/json would replace
+// them with U+FFFD), as a careless client does.
+func rawJSON(body map[string]any) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	first := true
+	for k, v := range body {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		if s, ok := v.(string); ok && !utf8.ValidString(s) {
+			buf.WriteString(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`)
+			continue
+		}
+		vb, _ := json.Marshal(v)
+		buf.Write(vb)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
