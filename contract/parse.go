@@ -100,7 +100,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "submit",
 	})
 	if top.bad {
 		return nil
@@ -133,6 +133,8 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
+	c.Submit = d.submit(top.obj("submit", false, "url", "method", "headers", "job_id_path", "status_location",
+		"idempotency_key_header", "max_attempts"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	return c
 }
