@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -90,7 +89,7 @@ func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor
 		case errors.Is(err, pollwarden.ErrLeaseHeld):
 			// Another process is sending it, or died sending it: its
 			// lease expires, then the record says what happened.
-			if err := sleep(ctx, c.leaseRetry); err != nil {
+			if err := c.clock.Sleep(ctx, c.leaseRetry); err != nil {
 				return op, err
 			}
 			if op, err = c.store.OperationGet(ctx, op.ID); err != nil {
@@ -113,7 +112,7 @@ func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor
 		}
 		op = next
 		if again {
-			if err := sleep(ctx, ct.Backoff.Base); err != nil {
+			if err := c.clock.Sleep(ctx, ct.Backoff.Base); err != nil {
 				return op, err
 			}
 		}
@@ -220,15 +219,4 @@ func newIdempotencyKey() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
