@@ -207,3 +207,25 @@ func TestSubmitJobPlainHTTPLocationRefused(t *testing.T) {
 		t.Fatalf("%d submissions", len(r.keys))
 	}
 }
+
+// TestSubmitJobResubmitIsTheApprovers: after an unknown fate, an agent
+// may not resubmit; an approver's resubmit sends once more.
+func TestSubmitJobResubmitIsTheApprovers(t *testing.T) {
+	r := newSubmitRig(t, false, "")
+	r.script = []func(http.ResponseWriter, *http.Request){answer(503, "", `{}`), answer(202, r.srv.URL+"/jobs/j1", `{"id":"j1"}`)}
+	if op := r.run(); op.Phase != pollwarden.PhaseEscalated {
+		t.Fatalf("phase %s", op.Phase)
+	}
+	ctx := context.Background()
+	_, err := r.ctl.Decide(ctx, r.ex, "op-s", policy.DecisionParams{Option: pollwarden.OptionResubmit, Actor: pollwarden.Actor{Name: "bot", Role: pollwarden.RoleAgent}})
+	if err == nil || len(r.keys) != 1 {
+		t.Fatalf("agent's resubmit: %v, %d submissions", err, len(r.keys))
+	}
+	op, err := r.ctl.Decide(ctx, r.ex, "op-s", policy.DecisionParams{Option: pollwarden.OptionResubmit, Actor: pollwarden.Actor{Name: "ann", Role: pollwarden.RoleApprover}})
+	if err != nil || op.Phase != pollwarden.PhaseWaiting || op.ProviderJobID != "j1" || len(r.keys) != 2 {
+		t.Fatalf("approver's resubmit: %v, phase %s job %q, %d submissions", err, op.Phase, op.ProviderJobID, len(r.keys))
+	}
+	if again := r.run(); again.Version != op.Version || len(r.keys) != 2 {
+		t.Fatalf("a rerun after the resubmission sent again")
+	}
+}

@@ -249,3 +249,17 @@ func submitEscalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollward
 	}
 	return events
 }
+
+// resubmit reopens an escalated submission for one more send, with the
+// stored idempotency key where there is one: an approver's choice, made
+// knowing the provider may then have the job twice.
+func resubmit(op *pollwarden.Operation) string {
+	op.Phase, op.Reason, op.Escalation, op.FinishedAt = pollwarden.PhaseSubmitting, "", nil, nil
+	s := op.Submission
+	s.State = pollwarden.SubmissionPending
+	s.MaxAttempts = s.Attempts + 1
+	if s.IdempotencyKey != "" {
+		return fmt.Sprintf("resubmission approved: attempt %d, with the stored idempotency key", s.Attempts+1)
+	}
+	return fmt.Sprintf("resubmission approved: attempt %d, without an idempotency key", s.Attempts+1)
+}
