@@ -29,6 +29,9 @@ type createRequest struct {
 	Deadline             string            `json:"deadline,omitempty"`
 	MaxStatusRequests    *int              `json:"max_status_requests,omitempty"`
 	MaxTransportFailures *int              `json:"max_transport_failures,omitempty"`
+	// Submit, instead of job_id and status_url, asks pollwarden to submit
+	// the job itself under the contract's submit block.
+	Submit *submitRequest `json:"submit,omitempty"`
 }
 
 // validID keeps operation ids usable as one URL path segment as they are.
@@ -63,7 +66,13 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 		return err
 	}
 	p.RequestDigest = digest
-	op, created, err := a.ctl.Submit(r.Context(), ex, p)
+	var op *pollwarden.Operation
+	created := true
+	if req.Submit != nil {
+		op, err = a.ctl.SubmitJob(r.Context(), ex, p, req.Submit.Body)
+	} else {
+		op, created, err = a.ctl.Submit(r.Context(), ex, p)
+	}
 	if err != nil {
 		// Another request may have created the id since we looked.
 		if existing, gerr := a.store.OperationGet(r.Context(), p.ID); gerr == nil {
@@ -124,6 +133,8 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 	}
 	p.Vars = vars
 	switch {
+	case req.Submit != nil:
+		problems = append(problems, submitProblems(ct, req)...)
 	case (req.JobID == "") == (req.StatusURL == ""):
 		problems = append(problems, "give exactly one of job_id and status_url")
 	case req.JobID != "" && varsErr == nil:
