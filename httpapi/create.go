@@ -50,9 +50,15 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 		return unprocessable("operation_id %s: use 1 to 128 letters, digits, '-', '_', '.' or '~'", clip(req.OperationID))
 	}
 	digest := req.digest()
+	resuming := false
 	if req.OperationID != "" {
 		op, err := a.store.OperationGet(r.Context(), req.OperationID)
 		switch {
+		case err == nil && req.Submit != nil && op.Phase.Submitting() && op.RequestDigest == digest && callerOf(r).Sees(op):
+			// A submission whose answer was never recorded (the daemon
+			// died sending it): the same request drives it on, which
+			// never re-sends it without the stored key.
+			resuming = true
 		case err == nil:
 			return a.answerExisting(w, r, op, digest)
 		case !errors.Is(err, pollwarden.ErrNotFound):
@@ -67,7 +73,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 	}
 	p.RequestDigest = digest
 	var op *pollwarden.Operation
-	created := true
+	created := !resuming
 	if req.Submit != nil {
 		op, err = a.ctl.SubmitJob(r.Context(), ex, p, req.Submit.Body)
 	} else {

@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
 
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 )
@@ -41,5 +46,28 @@ func TestCreateWithSubmit(t *testing.T) {
 	}
 	if r.fp.Submits() != 1 {
 		t.Fatalf("%d submissions", r.fp.Submits())
+	}
+}
+
+// TestCreateWithSubmitResumesAnUnansweredSubmission: a submission the
+// daemon recorded as sent but never saw answered is driven on by the
+// same request, and without an idempotency key nothing is sent again.
+func TestCreateWithSubmitResumesAnUnansweredSubmission(t *testing.T) {
+	r := newRigWith(t, rigOptions{submitter: true})
+	ex, _ := r.contracts.Get("submitter")
+	body := []byte(`{"report":"q3"}`)
+	req := createRequest{OperationID: "op-stuck", Contract: "submitter", Submit: &submitRequest{Body: body}}
+	op, events, err := policy.NewSubmission(ex.Contract(), policy.NewParams{ID: "op-stuck", Owner: "build-agent", RequestDigest: req.digest()}, body, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Submission.State, op.Submission.Attempts = pollwarden.SubmissionSent, 1
+	if err := r.store.OperationCreate(context.Background(), op, events); err != nil {
+		t.Fatal(err)
+	}
+	a := r.do("POST", "/v1/operations", agentToken, map[string]any{"operation_id": "op-stuck", "contract": "submitter", "submit": map[string]any{"body": map[string]any{"report": "q3"}}})
+	rec := a.json(t)
+	if a.status != http.StatusOK || rec["phase"] != "escalated" || rec["reason"] != "integration_failure" || r.fp.Submits() != 0 {
+		t.Fatalf("%d %s; %d submissions", a.status, a.body, r.fp.Submits())
 	}
 }
