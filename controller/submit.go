@@ -173,6 +173,11 @@ func (c *Controller) callSubmit(ctx context.Context, ct *pollwarden.Contract, op
 	case !a.Sent:
 		r.Detail = a.TransportDetail
 		return r
+	case a.Transport == pollwarden.TransportDNS || a.Transport == pollwarden.TransportRefused || a.Transport == pollwarden.TransportTLS:
+		// The connection was never made: the provider cannot have it.
+		r.Sent = false
+		r.Detail = fmt.Sprintf("%s %s: %s: %s; the provider was not reached", ct.Submit.Method, u, a.Transport, a.TransportDetail)
+		return r
 	case a.Transport != "":
 		r.Detail = fmt.Sprintf("%s %s: %s: %s", ct.Submit.Method, u, a.Transport, a.TransportDetail)
 		return r

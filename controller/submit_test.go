@@ -229,3 +229,16 @@ func TestSubmitJobResubmitIsTheApprovers(t *testing.T) {
 		t.Fatalf("a rerun after the resubmission sent again")
 	}
 }
+
+// TestSubmitJobProviderNotReached: a refused connection cannot have
+// created the job: the attempt is not counted and the escalation says
+// the provider was not reached, not that it may have the job.
+func TestSubmitJobProviderNotReached(t *testing.T) {
+	r := newSubmitRig(t, false, "")
+	r.srv.Close()
+	op := r.run()
+	if op.Phase != pollwarden.PhaseEscalated || op.Submission.Attempts != 0 ||
+		strings.Contains(op.Escalation.Message, policy.SubmitQuestion) || !strings.Contains(op.Escalation.Message, "not reached") {
+		t.Fatalf("phase %s attempts %d message %q", op.Phase, op.Submission.Attempts, op.Escalation.Message)
+	}
+}

@@ -233,14 +233,14 @@ func submitEscalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollward
 		}
 		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionResubmit, Label: label, GrantsAuthority: true})
 	}
-	if c.Escalation.ConsoleURL != "" {
+	if c.Escalation.ConsoleURL != "" && op.ProviderJobID != "" {
 		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionInspect,
 			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op)})
 	}
 	opts = append(opts, pollwarden.Option{ID: pollwarden.OptionAbandon, Label: "Stop and close the operation as failed; nothing more is sent"})
 	op.Escalation.Options = opts
 	q := why
-	if r == pollwarden.ReasonIntegrationFailure && resubmit {
+	if op.Submission.State == pollwarden.SubmissionUnknown {
 		q = SubmitQuestion + " (" + why + ")"
 	}
 	op.Escalation.Message = fmt.Sprintf("Submission of operation %s: %s.", op.ID, q)
