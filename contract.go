@@ -21,6 +21,8 @@ type Contract struct {
 	// Cancel is nil when the provider documents no cancel action; then
 	// "cancel at provider" is never offered (R19).
 	Cancel *Action
+	// Submit is nil when pollwarden cannot submit the job itself.
+	Submit *SubmitSpec
 	// RateLimit lists the answers other than 429 that mean "rate limited"
 	// (GitHub's 403 with x-ratelimit-remaining 0), nil when only 429 does.
 	RateLimit *RateLimitSpec

@@ -50,11 +50,13 @@ func (p Phase) Finished() bool {
 
 // Known reports whether p is one of the phases above, so a door can refuse
 // a filter that names none.
-func (p Phase) Known() bool { return p.Polling() || p.AwaitsDecision() || p.Finished() }
+func (p Phase) Known() bool {
+	return p.Polling() || p.AwaitsDecision() || p.Finished() || p.Submitting()
+}
 
 // Phases lists every phase, in the order of an operation's life.
 func Phases() []Phase {
-	return []Phase{PhaseWaiting, PhaseCancelling, PhaseSucceeded, PhaseFailed, PhaseCancelled, PhaseExpired, PhaseEscalated}
+	return []Phase{PhaseSubmitting, PhaseWaiting, PhaseCancelling, PhaseSucceeded, PhaseFailed, PhaseCancelled, PhaseExpired, PhaseEscalated}
 }
 
 // Reason is the machine-readable cause of an escalation (R17).
@@ -165,6 +167,9 @@ type Operation struct {
 	// Cancel is the record of a cancel at the provider, from the moment it
 	// is asked for (before anything is sent); nil when none was asked.
 	Cancel *CancelRecord `json:"cancel,omitempty"`
+	// Submission is the record of the job's submission when pollwarden
+	// submitted it (controller.SubmitJob); nil when the caller did.
+	Submission *Submission `json:"submission,omitempty"`
 	// ContractDigest digests each section of the contract the operation
 	// was created under (policy.ContractDigest), so that a decision made
 	// with a different contract of the same name is refused and told what
@@ -198,6 +203,7 @@ func (o *Operation) Clone() *Operation {
 		k.AnsweredAt = cloneTime(o.Cancel.AnsweredAt)
 		c.Cancel = &k
 	}
+	c.Submission = o.Submission.Clone()
 	if o.ContractDigest != nil {
 		c.ContractDigest = make(map[string]string, len(o.ContractDigest))
 		for k, v := range o.ContractDigest {

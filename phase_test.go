@@ -2,11 +2,11 @@ package pollwarden
 
 import "testing"
 
-// TestPhasePredicates: every phase is exactly one of polling, awaiting a
-// decision or finished, and a name that is no phase is none of them.
+// TestPhasePredicates: every phase is exactly one of submitting, polling,
+// awaiting a decision or finished, and a name that is no phase is none of them.
 func TestPhasePredicates(t *testing.T) {
 	want := map[Phase]string{
-		PhaseWaiting: "polling", PhaseCancelling: "polling", PhaseEscalated: "decision",
+		PhaseSubmitting: "submitting", PhaseWaiting: "polling", PhaseCancelling: "polling", PhaseEscalated: "decision",
 		PhaseSucceeded: "finished", PhaseFailed: "finished", PhaseCancelled: "finished", PhaseExpired: "finished",
 	}
 	if got := Phases(); len(got) != len(want) {
@@ -14,6 +14,9 @@ func TestPhasePredicates(t *testing.T) {
 	}
 	for _, p := range Phases() {
 		var is []string
+		if p.Submitting() {
+			is = append(is, "submitting")
+		}
 		if p.Polling() {
 			is = append(is, "polling")
 		}
@@ -28,7 +31,7 @@ func TestPhasePredicates(t *testing.T) {
 		}
 	}
 	for _, p := range []Phase{"", "terminal", "Waiting"} {
-		if p.Polling() || p.AwaitsDecision() || p.Finished() || p.Known() {
+		if p.Submitting() || p.Polling() || p.AwaitsDecision() || p.Finished() || p.Known() {
 			t.Errorf("%q counts as a phase", p)
 		}
 	}

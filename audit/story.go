@@ -167,12 +167,19 @@ func (t *Teller) line(e pollwarden.Event) string {
 		job := "job " + display.Value(d.ProviderJobID)
 		if d.ProviderJobID == "" {
 			job = "a job by its status URL"
+			if strings.HasPrefix(d.Detail, "pollwarden submits it") {
+				job = "a job for pollwarden to submit"
+			}
 		}
 		s := fmt.Sprintf("submitted %s, deadline %s, budget %d (%s)", job, t.clock(d.DeadlineAt), d.MaxRequests, display.Text(d.Detail))
 		if d.Actor != nil {
 			s += " by " + actorName(d.Actor)
 		}
 		return s
+	case pollwarden.EventSubmissionSent:
+		return "submission sent: " + display.Text(d.Detail)
+	case pollwarden.EventSubmissionAnswered:
+		return "submission answered: " + display.Text(d.Detail)
 	case pollwarden.EventResumed:
 		return "resumed by " + display.Text(d.Detail)
 	case pollwarden.EventRequestSent:

@@ -129,7 +129,7 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
-	root.AddCommand(waitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
+	root.AddCommand(waitCmd(env), submitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	root.AddCommand(simCmd(env))
 	root.AddCommand(serveCmd(env), webhooksCmd(env))
 	root.AddCommand(mcpCmd(env))

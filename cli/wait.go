@@ -116,21 +116,28 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		}
 		return err
 	}
+	return env.waitAndReport(ctx, ctl, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+}
+
+// waitAndReport waits for operation id until an outcome or an escalation
+// and reports it with wait's output and exit codes; submit ends the same
+// way.
+func (env Env) waitAndReport(ctx context.Context, ctl *controller.Controller, ex *contract.Extractor, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
-	if !f.quiet && isTerminal(env.Stderr) {
+	if !quiet && isTerminal(env.Stderr) {
 		live = &liveLine{w: env.Stderr}
 	}
-	final, err := ctl.Wait(ctx, ex, op.ID, live.update)
+	final, err := ctl.Wait(ctx, ex, id, live.update)
 	live.clear()
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; nothing polls operation %s now. Resume it, counters intact, with: %s\n",
-				display.Value(op.ID), resumeCommand(op, f.contract, f.store))
+				display.Value(id), resume)
 			return &exitError{code: 130, err: errors.New("")}
 		}
 		return err
 	}
-	if err := env.printOutcome(final, f.json, f.quiet); err != nil {
+	if err := env.printOutcome(final, asJSON, quiet); err != nil {
 		return err
 	}
 	if code := ExitCode(final); code != ExitOK {

@@ -100,7 +100,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
-		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "callback",
+		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "callback", "submit",
 	})
 	if top.bad {
 		return nil
@@ -134,6 +134,8 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	esc := top.obj("escalation", false, "extension", "console_url", "remind_after", "expire_after", "on_expiry")
 	c.Escalation = d.escalation(esc)
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
+	c.Submit = d.submit(top.obj("submit", false, "url", "method", "headers", "job_id_path", "status_location",
+		"idempotency_key_header", "max_attempts"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	d.decisionTimes(esc, c)
 	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))

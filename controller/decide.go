@@ -19,7 +19,13 @@ func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id stri
 	if p.Option == pollwarden.OptionCancel {
 		return c.Cancel(ctx, ex, id, p)
 	}
-	return c.retryBusy(ctx, func() (*pollwarden.Operation, error) { return c.decideOnce(ctx, ex, id, p) })
+	op, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) { return c.decideOnce(ctx, ex, id, p) })
+	if err == nil && p.Option == pollwarden.OptionResubmit && op.Phase.Submitting() {
+		// The approver's resubmission is sent now, under the lease, as
+		// any submission is.
+		return c.driveSubmission(ctx, ex, op)
+	}
+	return op, err
 }
 
 // decideOnce reads the record, applies the decision and saves it.

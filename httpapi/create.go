@@ -26,6 +26,9 @@ type createRequest struct {
 	Deadline             string            `json:"deadline,omitempty"`
 	MaxStatusRequests    *int              `json:"max_status_requests,omitempty"`
 	MaxTransportFailures *int              `json:"max_transport_failures,omitempty"`
+	// Submit, instead of job_id and status_url, asks pollwarden to submit
+	// the job itself under the contract's submit block.
+	Submit *submitRequest `json:"submit,omitempty"`
 }
 
 // create hands a job over (POST /v1/operations). The operation id is the
@@ -53,19 +56,35 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 	if p.ID == "" {
 		// As wait and watch_job do: the same request sent again (after a
 		// lost answer) resumes the operation instead of starting another
-		// one on the same job.
+		// one on the same job. A submission is its body: the same body
+		// sent again is the same job.
 		ct := ex.Contract()
-		p.ID = pollwarden.DerivedOperationID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, credentialRef(ct), p.Vars), who.Name)
+		fp := policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, credentialRef(ct), p.Vars)
+		if req.Submit != nil {
+			fp = digest
+		}
+		p.ID = pollwarden.DerivedOperationID(ct.Name, fp, who.Name)
 	}
+	resuming := false
 	op, err := a.store.OperationGet(r.Context(), p.ID)
 	switch {
+	case err == nil && req.Submit != nil && op.Phase.Submitting() && op.RequestDigest == digest && callerOf(r).Sees(op):
+		// A submission whose answer was never recorded (the daemon died
+		// sending it): the same request drives it on, which never re-sends
+		// it without the stored key.
+		resuming = true
 	case err == nil:
 		return a.answerExisting(w, r, op, digest)
 	case !errors.Is(err, pollwarden.ErrNotFound):
 		return internal(err)
 	}
 	p.RequestDigest = digest
-	op, created, err := a.ctl.Submit(r.Context(), ex, p)
+	created := !resuming
+	if req.Submit != nil {
+		op, err = a.ctl.SubmitJob(r.Context(), ex, p, req.Submit.Body)
+	} else {
+		op, created, err = a.ctl.Submit(r.Context(), ex, p)
+	}
 	if err != nil {
 		// Another request may have created the id since we looked.
 		if existing, gerr := a.store.OperationGet(r.Context(), p.ID); gerr == nil {
@@ -126,6 +145,8 @@ func (a *api) createParams(req createRequest, who pollwarden.Actor) (ex *contrac
 	}
 	p.Vars = vars
 	switch {
+	case req.Submit != nil:
+		problems = append(problems, submitProblems(ct, req)...)
 	case (req.JobID == "") == (req.StatusURL == ""):
 		problems = append(problems, "give exactly one of job_id and status_url")
 	case req.JobID != "" && varsErr == nil:

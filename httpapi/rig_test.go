@@ -97,6 +97,8 @@ type rig struct {
 type rigOptions struct {
 	recheck             time.Duration
 	credentialAvailable func(*pollwarden.Contract) error
+	// submitter adds the contract "submitter", which has a submit block.
+	submitter bool
 }
 
 func newRig(t *testing.T) *rig { return newRigWith(t, rigOptions{}) }
@@ -116,6 +118,12 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	dir := t.TempDir()
 	for name, cancel := range map[string]bool{"export": true, "plain": false} {
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(contractFile(name, r.fp.URL(), cancel)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.submitter {
+		submitter := contractFile("submitter", r.fp.URL(), false) + `submit: {url: "` + r.fp.URL() + `/jobs", job_id_path: id}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "submitter.yaml"), []byte(submitter), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

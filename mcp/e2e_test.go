@@ -82,13 +82,14 @@ func newRigWith(t *testing.T, opts *sdk.ClientOptions) *rig {
 	c := fmt.Sprintf(`version: 1
 name: mcp-test
 status:
-  url: "%s/jobs/{job_id}"
+  url: "%[1]s/jobs/{job_id}"
   credential: {header: Authorization, scheme: Bearer, secret: "env:MCP_TEST_TOKEN"}
   timeout: 2s
 state: {path: state, pending: [queued, running], success: [succeeded], failure: [failed]}
 result: {require: [{path: result.url, kind: url}], error_path: error}
 backoff: {base: 500ms, max: 1s}
 limits: {deadline: 120s, max_status_requests: 10, max_transport_failures: 3, max_rate_limited: 3}
+submit: {url: "%[1]s/jobs", job_id_path: id}
 `, srv.URL())
 	if err := os.WriteFile(filepath.Join(contracts, "mcp-test.yaml"), []byte(c), 0o600); err != nil {
 		t.Fatal(err)
@@ -234,7 +235,7 @@ func TestToolsAreListed(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"get_job", "list_jobs", "request_extension", "wait_job", "watch_job"}
+	want := []string{"get_job", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

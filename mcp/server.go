@@ -129,6 +129,13 @@ Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 		OutputSchema: jobSchema,
 	}, textOnly(s.watchJob))
 	sdk.AddTool(srv, &sdk.Tool{
+		Name:         ToolSubmitJob,
+		Title:        "Submit a job through pollwarden",
+		Description:  `Submit a job to the provider with pollwarden's own credential, under a contract that has a submit block, then watch it like watch_job. The submission is recorded before it is sent and never sent twice without the provider's idempotency key: calling again with the same arguments resumes the same operation. If the provider's answer is lost, the job escalates for a person (look it up, or resubmit). Returns the operation record; then call wait_job with its operation_id.`,
+		Annotations:  &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+		OutputSchema: jobSchema,
+	}, textOnly(s.submitJob))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolGetJob,
 		Title:        "Read a job's record",
 		Description:  `Return the current record of an operation, at once. It sends no provider request. To wait for a change, use wait_job instead of calling get_job repeatedly.`,

@@ -36,6 +36,10 @@ type NewParams struct {
 	// RequestDigest is kept on the record as given (see
 	// pollwarden.Operation.RequestDigest); policy does not read it.
 	RequestDigest string
+	// Submission, when set, makes an operation whose job pollwarden
+	// submits itself (NewSubmission): no job id is known yet, and the
+	// record starts in PhaseSubmitting.
+	Submission *pollwarden.Submission
 	// Rand draws the operation's jitter factor (R5). Without it the record
 	// is created without one, and its first decision draws it.
 	Rand Rand
@@ -68,7 +72,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	}
 	maxReq := pickLimit(&problems, "max status requests", p.MaxStatusRequests, lim.MaxStatusRequests, p.MayRaise)
 	maxFail := pickLimit(&problems, "max transport failures", p.MaxTransportFailures, lim.MaxTransportFailures, p.MayRaise)
-	if p.ProviderJobID == "" && p.StatusURL == "" {
+	if p.ProviderJobID == "" && p.StatusURL == "" && p.Submission == nil {
 		problems = append(problems, "a job id or a status URL is required")
 	}
 	if p.ID == "" {
@@ -100,6 +104,11 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		op.CredentialName = cr.Ref
 	}
 	op.Fingerprint = FingerprintVars(c, op.ProviderJobID, op.StatusURL, op.CredentialName, op.Vars)
+	if p.Submission != nil {
+		op.Submission = p.Submission.Clone()
+		op.Phase = pollwarden.PhaseSubmitting
+		op.Fingerprint = SubmitFingerprint(c, p.Submission.BodySHA256, op.CredentialName, op.Vars)
+	}
 	op.ContractDigest = ContractDigest(c)
 	dl := op.DeadlineAt
 	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)

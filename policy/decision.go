@@ -94,6 +94,8 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		data.Decision = "abandoned: closed as failed"
 	case pollwarden.OptionInspect:
 		data.Decision = "console inspection noted; the operation stays escalated"
+	case pollwarden.OptionResubmit:
+		data.Decision = resubmit(next)
 	}
 	ev := newEvent(next, now, pollwarden.EventDecision, data)
 	return next, append([]pollwarden.Event{ev}, extra...), nil

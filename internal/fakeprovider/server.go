@@ -29,6 +29,7 @@ type Server struct {
 	jobs      map[string]*job
 	token     string
 	onRequest func(jobID string)
+	submits   int
 }
 
 // OnRequest sets a hook called while each status request is being served,
@@ -58,6 +59,7 @@ func New() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/jobs/{id}", s.serveStatus)
 	mux.HandleFunc("POST /jobs/{id}/cancel", s.serveCancel)
+	mux.HandleFunc("POST /jobs", s.serveSubmit)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "not found"})
 	})

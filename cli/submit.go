@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+	"github.com/spf13/cobra"
+)
+
+// maxSubmitBody bounds the body a submission carries: it is kept on the
+// record so that a resume sends the same request.
+const maxSubmitBody = 1 << 20
+
+type submitFlags struct {
+	contract, body, opID, deadline, store, auditKey string
+	vars                                            []string
+	maxRequests                                     int
+	noWait, json, quiet                             bool
+}
+
+func submitCmd(env Env) *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit --contract FILE|NAME --body FILE|-",
+		Short: "Submit a job under the contract's submit block, then wait for it like wait",
+		Long: `submit records the operation (limits, the body's digest and, where the
+contract declares one, an idempotency key) before sending the submission,
+records the job id and status location the provider answers, then waits
+exactly like wait. Running the same command again resumes it and never
+submits twice: without a declared idempotency key an interrupted submission
+is never re-sent, and the operation escalates for a person to look the job
+up or resubmit. Without --operation-id the id is derived from the contract,
+the body, the variables and the credential name.
+
+Exit codes are wait's; with --no-wait, 0 once the job id is recorded.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return env.runSubmit(cmd.Context(), cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.contract, "contract", "", "contract file, or a contract name looked up in $POLLWARDEN_CONTRACTS")
+	fl.StringVar(&f.body, "body", "", "the JSON body of the submission: a file, or - for stdin")
+	fl.StringArrayVar(&f.vars, "var", nil, "NAME=VALUE for a variable the contract declares (repeatable)")
+	fl.StringVar(&f.opID, "operation-id", "", "operation id; an existing one is resumed, never submitted again")
+	fl.StringVar(&f.deadline, "deadline", "", "deadline as a duration from now (40m) or an RFC 3339 time; may only lower the contract's")
+	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
+	fl.BoolVar(&f.noWait, "no-wait", false, "exit once the job id is recorded, printing the record")
+	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
+	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
+	fl.BoolVar(&f.json, "json", false, "print one JSON object on stdout")
+	fl.BoolVar(&f.quiet, "quiet", false, "print only the outcome")
+	return cmd
+}
+
+func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags) error {
+	p, body, err := f.params(cmd, env, time.Now())
+	if err != nil {
+		return err
+	}
+	ex, err := env.loadContract(f.contract)
+	if err != nil {
+		return err
+	}
+	ct := ex.Contract()
+	if ct.Submit == nil {
+		return usage(fmt.Errorf("contract %s has no submit block: pollwarden cannot submit its jobs (use wait with the job id)", ct.Name))
+	}
+	if p.Vars, err = contract.OperationVars(ct, p.Vars, false); err != nil {
+		return usage(fmt.Errorf("--var: %w", err))
+	}
+	if _, err := contract.SubmitURL(ct, p.Vars); err != nil {
+		return usage(fmt.Errorf("submit url: %w", err))
+	}
+	if err := env.credentialAvailable(ct); err != nil {
+		return usage(err)
+	}
+	if p.ID == "" {
+		cred := ""
+		if ct.Status.Credential != nil {
+			cred = ct.Status.Credential.Ref
+		}
+		p.ID = ct.Name + "-" + policy.SubmitFingerprint(ct, policy.BodyDigest(body), cred, p.Vars)[:12]
+	}
+	p.Owner = env.localOwner("cli")
+	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctl := env.newController(st)
+	op, err := ctl.SubmitJob(ctx, ex, p, body)
+	if err != nil {
+		if errors.Is(err, pollwarden.ErrInvalid) {
+			return usage(err)
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", p.ID)
+			return &exitError{code: 130, err: errors.New("")}
+		}
+		return err
+	}
+	if f.noWait && op.Phase == pollwarden.PhaseWaiting {
+		if f.json {
+			return writeJSON(env.Stdout, op)
+		}
+		fmt.Fprintf(env.Stdout, "%s: submitted, job %s recorded\n", op.ID, op.ProviderJobID)
+		return nil
+	}
+	// Re-running submit with the operation id resumes it without a
+	// second submission; once the job id is known, wait does as well.
+	return env.waitAndReport(ctx, ctl, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+}
+
+func (f submitFlags) params(cmd *cobra.Command, env Env, now time.Time) (policy.NewParams, []byte, error) {
+	p := policy.NewParams{ID: f.opID}
+	var problems []string
+	vars, err := parseVarFlags(f.vars)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	p.Vars = vars
+	if cmd.Flags().Changed("max-requests") && f.maxRequests < 1 {
+		problems = append(problems, fmt.Sprintf("--max-requests must be at least 1, got %d", f.maxRequests))
+	}
+	p.MaxStatusRequests = f.maxRequests
+	if f.deadline != "" {
+		dl, err := pollwarden.ParseDeadline("--deadline", f.deadline, now)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		p.Deadline = dl
+	}
+	body, err := readBody(f.body, env.Stdin)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return p, nil, usage(errors.New(strings.Join(problems, "; ")))
+	}
+	return p, body, nil
+}
+
+// readBody reads the submission body from a file or stdin, bounded, and
+// refuses what is not JSON.
+func readBody(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader
+	switch name {
+	case "":
+		return nil, errors.New("--body is required (a JSON file, or - for stdin)")
+	case "-":
+		if stdin == nil {
+			return nil, errors.New("--body -: no stdin")
+		}
+		r = stdin
+	default:
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("--body: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxSubmitBody+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--body: %w", err)
+	case len(b) > maxSubmitBody:
+		return nil, fmt.Errorf("--body is larger than %d bytes", maxSubmitBody)
+	case !json.Valid(b):
+		return nil, errors.New("--body is not valid JSON")
+	}
+	return b, nil
+}

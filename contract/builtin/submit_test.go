@@ -1,0 +1,96 @@
+package builtin_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/prober"
+	"github.com/pollwarden/pollwarden/sqlite"
+)
+
+// TestReplaySubmissions: each built-in with a submit block submits
+// against its provider's own create answer (the fixture named create),
+// records the job id it holds, then polls that job to its end.
+func TestReplaySubmissions(t *testing.T) {
+	for _, tc := range []struct {
+		name, create, done, path, job, body string
+	}{
+		{"openai-batch", "pending", "succeeded", "/v1/batches", "batch_abc123",
+			`{"input_file_id":"file-abc123","endpoint":"/v1/chat/completions","completion_window":"24h"}`},
+		{"anthropic-message-batch", "pending", "succeeded", "/v1/messages/batches", "msgbatch_013Zva2CMHLNnXjNJJKqJ2EF",
+			`{"requests":[{"custom_id":"my-first-request","params":{"model":"claude-3-5-sonnet-20241022","max_tokens":1024,"messages":[{"role":"user","content":"Hello, world"}]}}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", tc.name)
+			create, err := os.ReadFile(filepath.Join(dir, tc.create+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			done, err := os.ReadFile(filepath.Join(dir, tc.done+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			posts := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.Method == http.MethodPost {
+					mu.Lock()
+					posts++
+					mu.Unlock()
+					if r.URL.Path != tc.path {
+						w.WriteHeader(http.StatusNotFound)
+						return
+					}
+					_, _ = w.Write(create)
+					return
+				}
+				_, _ = w.Write(done)
+			}))
+			defer srv.Close()
+			c, err := contract.Parse([]byte(fmt.Sprintf("version: 1\nextends: %s\nname: %s\nbase_url: %q\n", tc.name, tc.name, srv.URL)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := contract.Compile(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			clock := &fakeClock{now: time.Now().UTC()}
+			getenv := func(string) (string, bool) { return replayToken, true }
+			ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
+				Prober: prober.New(prober.Options{Now: clock.Now, Getenv: getenv})})
+			op, err := ctl.SubmitJob(context.Background(), ex, policy.NewParams{ID: "op-submit"}, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op.Phase != pollwarden.PhaseWaiting || op.ProviderJobID != tc.job || op.Submission.IdempotencyKey != "" {
+				t.Fatalf("after the create answer: phase %s job %q key %q", op.Phase, op.ProviderJobID, op.Submission.IdempotencyKey)
+			}
+			final, err := ctl.Wait(context.Background(), ex, op.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if final.Phase != pollwarden.PhaseSucceeded || posts != 1 {
+				t.Fatalf("final %s/%s after %d submissions", final.Phase, final.Reason, posts)
+			}
+		})
+	}
+}

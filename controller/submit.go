@@ -1,0 +1,227 @@
+package controller
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// SubmitJob submits body as a new job under the contract's submit block
+// and records the answer, or resumes the stored submission with the same
+// id: the record (limits, body digest, idempotency key) is durable before
+// anything is sent, each send is recorded before it leaves, and the job id
+// and status location are recorded before any status request. It returns
+// the record once the submission is settled (waiting, failed or
+// escalated); a submission is never sent twice without the stored key.
+func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	ct := ex.Contract()
+	if p.Rand == nil {
+		p.Rand = c.rand
+	}
+	key := ""
+	if ct.Submit != nil && ct.Submit.IdempotencyKeyHeader != "" {
+		key = newIdempotencyKey()
+	}
+	fresh, events, err := policy.NewSubmission(ct, p, body, key, c.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	op, err := c.store.OperationGet(ctx, p.ID)
+	switch {
+	case errors.Is(err, pollwarden.ErrNotFound):
+		err = c.store.OperationCreate(ctx, fresh, events)
+		if errors.Is(err, pollwarden.ErrExists) {
+			return c.SubmitJob(ctx, ex, p, body)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.changed(fresh, events)
+		op = fresh
+	case err != nil:
+		return nil, err
+	case op.Submission == nil || op.Contract != fresh.Contract || op.Fingerprint != fresh.Fingerprint:
+		return nil, fmt.Errorf("%w: operation %s was not created for this submission (contract %q, fingerprint %s); refusing to resume it with contract %q and another body or variables (fingerprint %s)",
+			pollwarden.ErrInvalid, op.ID, op.Contract, short(op.Fingerprint), fresh.Contract, short(fresh.Fingerprint))
+	}
+	return c.driveSubmission(ctx, ex, op)
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// driveSubmission sends the recorded submission until it is settled,
+// each send under the operation's lease.
+func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
+	ct := ex.Contract()
+	for op.Phase.Submitting() {
+		now := c.clock.Now()
+		var events []pollwarden.Event
+		send := false
+		saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+			OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+			Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+				events, send = nil, false
+				if !fresh.Phase.Submitting() || fresh.Submission == nil {
+					return nil, nil
+				}
+				var next *pollwarden.Operation
+				switch fresh.Submission.State {
+				case pollwarden.SubmissionPending:
+					next, events, send = policy.SubmitSending(fresh, now)
+				case pollwarden.SubmissionSent:
+					next, events, send, _ = policy.SubmitInterrupted(fresh, ct, now)
+				}
+				return next, events
+			},
+		})
+		switch {
+		case errors.Is(err, pollwarden.ErrLeaseHeld):
+			// Another process is sending it, or died sending it: its
+			// lease expires, then the record says what happened.
+			if err := c.clock.Sleep(ctx, c.leaseRetry); err != nil {
+				return op, err
+			}
+			if op, err = c.store.OperationGet(ctx, op.ID); err != nil {
+				return nil, err
+			}
+			continue
+		case err != nil:
+			return nil, err
+		case lease == nil:
+			return c.store.OperationGet(ctx, op.ID)
+		}
+		c.changed(saved, events)
+		if !send {
+			err := c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
+			return saved, err
+		}
+		next, again, err := c.sendSubmission(ctx, ex, saved, lease)
+		if err != nil {
+			return nil, err
+		}
+		op = next
+		if again {
+			if err := c.clock.Sleep(ctx, ct.Backoff.Base); err != nil {
+				return op, err
+			}
+		}
+	}
+	return op, nil
+}
+
+// sendSubmission sends the attempt recorded on op (whose lease this
+// process holds) and records the answer with the lease's release. The
+// send is finished even if the caller goes away, so its answer is kept.
+func (c *Controller) sendSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, lease *pollwarden.Lease) (*pollwarden.Operation, bool, error) {
+	ct := ex.Contract()
+	released := false
+	defer func() {
+		if !released {
+			_ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
+		}
+	}()
+	attempt := op.Submission.Attempts
+	res := c.callSubmit(context.WithoutCancel(ctx), ct, op)
+	now := c.clock.Now()
+	next, events, again := policy.SubmitAnswered(op, ct, attempt, res, now)
+	err := c.saveRelease(ctx, next, lease, events, now)
+	released = err == nil || errors.Is(err, pollwarden.ErrLeaseLost)
+	if !errors.Is(err, pollwarden.ErrLeaseLost) {
+		return next, again, err
+	}
+	bg := context.WithoutCancel(ctx)
+	var re bool
+	saved, err := c.retryBusy(bg, func() (*pollwarden.Operation, error) {
+		cur, err := c.store.OperationGet(bg, op.ID)
+		if err != nil {
+			return nil, err
+		}
+		now := c.clock.Now()
+		n, evs, a := policy.SubmitAnswered(cur, ct, attempt, res, now)
+		re = a
+		if len(evs) == 0 {
+			return cur, nil
+		}
+		return n, c.save(bg, n, evs, now)
+	})
+	return saved, re, err
+}
+
+// callSubmit sends one submission and reduces the answer to what the
+// record keeps, checking the status location against the contract's
+// origins before it is kept.
+func (c *Controller) callSubmit(ctx context.Context, ct *pollwarden.Contract, op *pollwarden.Operation) policy.SubmitResult {
+	u, err := contract.SubmitURL(ct, op.Vars)
+	if err != nil {
+		return policy.SubmitResult{Detail: err.Error()}
+	}
+	a := c.prober.Submit(ctx, ct, u, op.Submission.Body, op.Submission.IdempotencyKey)
+	r := policy.SubmitResult{Sent: a.Sent, Status: a.Status, Transport: a.Transport, RequestID: a.RequestID,
+		JobID: a.JobID, Problem: a.Problem, ProviderError: a.ProviderError}
+	switch {
+	case !a.Sent:
+		r.Detail = a.TransportDetail
+		return r
+	case a.Transport == pollwarden.TransportDNS || a.Transport == pollwarden.TransportRefused || a.Transport == pollwarden.TransportTLS:
+		// The connection was never made: the provider cannot have it.
+		r.Sent = false
+		r.Detail = fmt.Sprintf("%s %s: %s: %s; the provider was not reached", ct.Submit.Method, u, a.Transport, a.TransportDetail)
+		return r
+	case a.Transport != "":
+		r.Detail = fmt.Sprintf("%s %s: %s: %s", ct.Submit.Method, u, a.Transport, a.TransportDetail)
+		return r
+	}
+	r.Detail = fmt.Sprintf("%s %s answered %d", ct.Submit.Method, u, a.Status)
+	if a.JobID != "" {
+		r.Detail += ", job " + a.JobID
+	}
+	if a.Status < 200 || a.Status >= 300 || a.Problem != "" || ct.Submit.StatusLocation == "" {
+		return r
+	}
+	loc, err := resolveLocation(u, a.Location)
+	if err == nil {
+		err = contract.CheckOrigin(ct, loc)
+	}
+	if err != nil {
+		r.Refused = err.Error()
+		return r
+	}
+	r.StatusURL = loc
+	r.Detail += ", status at " + loc
+	return r
+}
+
+// resolveLocation makes a relative status location absolute against the
+// submit URL, as a Location header may be.
+func resolveLocation(base, loc string) (string, error) {
+	b, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	l, err := url.Parse(loc)
+	if err != nil {
+		return "", fmt.Errorf("the status location is not a URL: %w", err)
+	}
+	return b.ResolveReference(l).String(), nil
+}
+
+// newIdempotencyKey draws a random UUID (version 4), the form providers
+// document for Idempotency-Key.
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

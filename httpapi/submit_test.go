@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
+
+	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+)
+
+// TestCreateWithSubmit: POST /v1/operations with "submit" makes
+// pollwarden submit the job with its own credential; the same body again
+// answers the stored record and submits nothing.
+func TestCreateWithSubmit(t *testing.T) {
+	r := newRigWith(t, rigOptions{submitter: true})
+	r.fp.Script("sub-1", fp.State("running", nil))
+	body := map[string]any{"operation_id": "op-sub", "contract": "submitter", "submit": map[string]any{"body": map[string]any{"report": "q3"}}}
+	first := r.do("POST", "/v1/operations", agentToken, body)
+	if first.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", first.status, first.body)
+	}
+	if rec := first.json(t); rec["provider_job_id"] != "sub-1" || rec["phase"] != "waiting" {
+		t.Fatalf("record %s", first.body)
+	}
+	again := r.do("POST", "/v1/operations", agentToken, body)
+	if again.status != http.StatusOK || r.fp.Submits() != 1 {
+		t.Fatalf("same body again: %d, %d submissions", again.status, r.fp.Submits())
+	}
+	for _, tc := range []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{"contract": "plain", "submit": map[string]any{"body": map[string]any{}}}, "has no submit block"},
+		{map[string]any{"contract": "submitter", "job_id": "j", "submit": map[string]any{"body": map[string]any{}}}, "submit replaces job_id"},
+		{map[string]any{"contract": "submitter", "submit": map[string]any{}}, "submit.body is required"},
+	} {
+		a := r.do("POST", "/v1/operations", agentToken, tc.body)
+		if a.status != http.StatusUnprocessableEntity || !strings.Contains(a.message(t), tc.want) {
+			t.Errorf("%v: %d %s", tc.body, a.status, a.body)
+		}
+	}
+	if r.fp.Submits() != 1 {
+		t.Fatalf("%d submissions", r.fp.Submits())
+	}
+}
+
+// TestCreateWithSubmitResumesAnUnansweredSubmission: a submission the
+// daemon recorded as sent but never saw answered is driven on by the
+// same request, and without an idempotency key nothing is sent again.
+func TestCreateWithSubmitResumesAnUnansweredSubmission(t *testing.T) {
+	r := newRigWith(t, rigOptions{submitter: true})
+	ex, _ := r.contracts.Get("submitter")
+	body := []byte(`{"report":"q3"}`)
+	req := createRequest{OperationID: "op-stuck", Contract: "submitter", Submit: &submitRequest{Body: body}}
+	op, events, err := policy.NewSubmission(ex.Contract(), policy.NewParams{ID: "op-stuck", Owner: "build-agent", RequestDigest: req.digest()}, body, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Submission.State, op.Submission.Attempts = pollwarden.SubmissionSent, 1
+	if err := r.store.OperationCreate(context.Background(), op, events); err != nil {
+		t.Fatal(err)
+	}
+	a := r.do("POST", "/v1/operations", agentToken, map[string]any{"operation_id": "op-stuck", "contract": "submitter", "submit": map[string]any{"body": map[string]any{"report": "q3"}}})
+	rec := a.json(t)
+	if a.status != http.StatusOK || rec["phase"] != "escalated" || rec["reason"] != "integration_failure" || r.fp.Submits() != 0 {
+		t.Fatalf("%d %s; %d submissions", a.status, a.body, r.fp.Submits())
+	}
+}
