@@ -21,6 +21,9 @@ type Contract struct {
 	// Cancel is nil when the provider documents no cancel action; then
 	// "cancel at provider" is never offered (R19).
 	Cancel *Action
+	// ResultFetch is nil when the provider documents no call that fetches
+	// the result (the validated result fields are then the whole result).
+	ResultFetch *ResultFetch
 	// RateLimit lists the answers other than 429 that mean "rate limited"
 	// (GitHub's 403 with x-ratelimit-remaining 0), nil when only 429 does.
 	RateLimit *RateLimitSpec

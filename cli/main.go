@@ -128,6 +128,7 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	root.AddCommand(simCmd(env))
 	root.AddCommand(serveCmd(env), webhooksCmd(env))
 	root.AddCommand(mcpCmd(env))
+	root.AddCommand(resultCmd(env))
 	_ = ctx
 	argsAreUsage(root)
 	return root
