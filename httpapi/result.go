@@ -66,9 +66,15 @@ func (l *lazyWriter) start() {
 	l.w.WriteHeader(http.StatusOK)
 }
 
+// Write passes each chunk on at once: a result is streamed to the
+// client as it arrives, not held in the server's buffer.
 func (l *lazyWriter) Write(p []byte) (int, error) {
 	if !l.started {
 		l.start()
 	}
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err == nil {
+		err = http.NewResponseController(l.w).Flush()
+	}
+	return n, err
 }

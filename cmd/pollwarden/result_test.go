@@ -21,6 +21,9 @@ type resultFiles struct {
 	mu      sync.Mutex
 	fetches int
 	files   map[string]string
+	// release holds the second half of a "chunked" file until the test
+	// has seen the first half reach its client.
+	release chan struct{}
 }
 
 func (p *resultFiles) count() int { p.mu.Lock(); defer p.mu.Unlock(); return p.fetches }
@@ -49,7 +52,21 @@ func (p *resultFiles) handler() http.Handler {
 			w.WriteHeader(404)
 			return
 		}
-		io.WriteString(w, body)
+		if !strings.Contains(r.PathValue("id"), "chunked") {
+			io.WriteString(w, body)
+			return
+		}
+		// Flushed in two halves (no Content-Length), the second once the
+		// first has reached the test's client through pollwarden.
+		half := len(body) / 2
+		io.WriteString(w, body[:half])
+		w.(http.Flusher).Flush()
+		select {
+		case <-p.release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, body[half:])
 	})
 	return mux
 }
@@ -62,7 +79,7 @@ func (p *resultFiles) handler() http.Handler {
 // canary secret appears in no answer and no audit.
 func TestServeAndCLIFetchResult(t *testing.T) {
 	content := `{"custom_id":"r1","result":"ok"}` + "\n" + `{"custom_id":"r2","result":"ok"}` + "\n"
-	prov := &resultFiles{files: map[string]string{"file-done-1": content, "file-done-big": strings.Repeat("x", 300)}}
+	prov := &resultFiles{files: map[string]string{"file-done-1": content, "file-done-big": strings.Repeat("x", 300), "file-done-chunked": strings.Repeat("y", 300)}, release: make(chan struct{})}
 	srv := httptest.NewServer(prov.handler())
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -95,10 +112,10 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
 	base := listenAddr(t, p)
 
-	for _, op := range []struct{ id, job string }{{"op-done", "done-1"}, {"op-slow", "slow"}, {"op-big", "done-big"}} {
+	for _, op := range []struct{ id, job string }{{"op-done", "done-1"}, {"op-slow", "slow"}, {"op-big", "done-big"}, {"op-chunked", "done-chunked"}} {
 		call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"`+op.id+`","contract":"proc-result","job_id":"`+op.job+`"}`, 201)
 	}
-	for _, id := range []string{"op-done", "op-big"} {
+	for _, id := range []string{"op-done", "op-big", "op-chunked"} {
 		waitFor(t, id+" to succeed", func() bool {
 			_, body := send(t, base, tokA, "GET", "/v1/operations/"+id, "", "")
 			return strings.Contains(body, `"phase": "succeeded"`)
@@ -162,6 +179,24 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 	code, body = send(t, base, tokA, "GET", "/v1/operations/op-big/result", "", "")
 	if code != 502 || !strings.Contains(body, "max_bytes 200") {
 		t.Fatalf("big result: %d %s, want 502 naming max_bytes", code, body)
+	}
+	// Past the bound while streaming (no Content-Length): the response is
+	// aborted, so the client sees a broken body, never a whole one.
+	req, _ = http.NewRequest("GET", base+"/v1/operations/op-chunked/result", nil)
+	req.Header.Set("Authorization", "Bearer "+tokA)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("chunked result: %v %v", resp, err)
+	}
+	close(prov.release) // the first 150 bytes are out: send the rest
+	got, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Fatalf("a result past the bound read cleanly: %d bytes", len(got))
+	}
+	_, story = send(t, base, tokA, "GET", "/v1/operations/op-chunked/audit", "", "")
+	if !strings.Contains(story, "result fetch failed: the result passed the contract's max_bytes 200") {
+		t.Fatalf("story of the cut-off fetch:\n%s", story)
 	}
 	bigOut := filepath.Join(dir, "big.txt")
 	cli = start(t, "result", "op-big", "--store", store, "--contract", cfile, "--out", bigOut)
