@@ -23,6 +23,9 @@ type Contract struct {
 	Cancel *Action
 	// Submit is nil when pollwarden cannot submit the job itself.
 	Submit *SubmitSpec
+	// ResultFetch is nil when the provider documents no call that fetches
+	// the result (the validated result fields are then the whole result).
+	ResultFetch *ResultFetch
 	// RateLimit lists the answers other than 429 that mean "rate limited"
 	// (GitHub's 403 with x-ratelimit-remaining 0), nil when only 429 does.
 	RateLimit *RateLimitSpec

@@ -88,4 +88,10 @@ type EventData struct {
 	Options       []Option        `json:"options,omitempty"`
 	ProviderJobID string          `json:"provider_job_id,omitempty"`
 	ProviderError json.RawMessage `json:"provider_error,omitempty"`
+	// URL is where a result fetch went, with no secret in it (the
+	// credential travels in a header, never in a URL).
+	URL string `json:"url,omitempty"`
+	// Bytes and SHA256 describe a fetched result as it was handed over.
+	Bytes  int64  `json:"bytes,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
 }

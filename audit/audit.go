@@ -121,6 +121,7 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 // and fails when EventData gains a field this copy lacks.
 type sortedData struct {
 	Actor         *pollwarden.Actor      `json:"actor,omitempty"` // {"name","role"}: sorted already
+	Bytes         int64                  `json:"bytes,omitempty"`
 	DeadlineAt    *time.Time             `json:"deadline_at,omitempty"`
 	Decision      string                 `json:"decision,omitempty"`
 	DelaySource   pollwarden.DelaySource `json:"delay_source,omitempty"`
@@ -138,10 +139,12 @@ type sortedData struct {
 	RateLimited   int                    `json:"rate_limited_used,omitempty"`
 	Reason        pollwarden.Reason      `json:"reason,omitempty"`
 	RetryAfter    string                 `json:"retry_after,omitempty"`
+	SHA256        string                 `json:"sha256,omitempty"`
 	State         string                 `json:"state,omitempty"`
 	RequestsUsed  int                    `json:"status_requests_used,omitempty"`
 	Transport     string                 `json:"transport_error,omitempty"`
 	FailuresUsed  int                    `json:"transport_failures_used,omitempty"`
+	URL           string                 `json:"url,omitempty"`
 }
 
 func sortedPayload(d pollwarden.EventData) ([]byte, bool) {
@@ -149,7 +152,8 @@ func sortedPayload(d pollwarden.EventData) ([]byte, bool) {
 		Detail: d.Detail, Elapsed: d.Elapsed, Hint: d.Hint, HTTPStatus: d.HTTPStatus, MaxRequests: d.MaxRequests,
 		NextPollAt: d.NextPollAt, Option: d.Option, PrevState: d.PrevState, ProviderJobID: d.ProviderJobID,
 		RequestID: d.RequestID, ProviderState: d.ProviderState, RateLimited: d.RateLimited, Reason: d.Reason, RetryAfter: d.RetryAfter,
-		State: d.State, RequestsUsed: d.RequestsUsed, Transport: d.Transport, FailuresUsed: d.FailuresUsed}
+		State: d.State, RequestsUsed: d.RequestsUsed, Transport: d.Transport, FailuresUsed: d.FailuresUsed,
+		Bytes: d.Bytes, SHA256: d.SHA256, URL: d.URL}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -226,6 +226,16 @@ func (t *Teller) line(e pollwarden.Event) string {
 		return s
 	case pollwarden.EventDecisionReminder, pollwarden.EventDecisionExpired:
 		return display.Text(d.Decision)
+	case pollwarden.EventResultFetchStarted:
+		return fmt.Sprintf("result fetch started by %s from %s", actorName(d.Actor), display.Value(d.URL))
+	case pollwarden.EventResultFetched:
+		return fmt.Sprintf("result fetched: %d bytes, sha256 %s, by %s", d.Bytes, display.Value(d.SHA256), actorName(d.Actor))
+	case pollwarden.EventResultFetchFailed:
+		s := "result fetch failed: " + display.Text(d.Detail)
+		if d.HTTPStatus != 0 {
+			s += fmt.Sprintf(" (HTTP %d)", d.HTTPStatus)
+		}
+		return s + ", by " + actorName(d.Actor)
 	case pollwarden.EventAction:
 		return fmt.Sprintf("action %s: %s; %s", display.Value(d.Option), display.Text(d.Decision), display.Text(d.Detail))
 	}

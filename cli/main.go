@@ -135,6 +135,7 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	root.AddCommand(mcpCmd(env))
 	root.AddCommand(versionCmd(env), completionCmd(env))
 	env.completeArgs(root)
+	root.AddCommand(resultCmd(env))
 	_ = ctx
 	argsAreUsage(root)
 	return root

@@ -117,6 +117,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
 		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
+	result := top.obj("result", false, "require", "error_path", "fetch")
 	c := &pollwarden.Contract{
 		Vars:    vars,
 		BaseURL: d.base,
@@ -124,7 +125,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 		Name:    d.name(top),
 		Status:  d.status(status),
 		State:   d.state(state),
-		Result:  d.result(top.obj("result", false, "require", "error_path")),
+		Result:  d.result(result),
 		Hints:   d.hints(top.obj("hints", false, "poll_after_seconds", "next_check_at", "job_expires_at")),
 	}
 	nf := top.obj("not_found", false, "pending_for")
@@ -136,6 +137,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
 	c.Submit = d.submit(top.obj("submit", false, "url", "method", "headers", "job_id_path", "status_location",
 		"idempotency_key_header", "max_attempts"), c)
+	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "max_bytes"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	d.decisionTimes(esc, c)
 	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))

@@ -97,6 +97,12 @@ func TestAuthMatrix(t *testing.T) {
 					if a.status != http.StatusForbidden || a.errorCode(t) != codeForbidden {
 						t.Fatalf("%d %s, want 403 forbidden", a.status, a.body)
 					}
+				case rt.path == "/v1/operations/{id}/result":
+					// Past the guard, a waiting operation's result is refused
+					// by the use case, not by auth.
+					if a.status != http.StatusConflict || !strings.Contains(string(a.body), "only once it has succeeded") {
+						t.Fatalf("%d %s, want 409 naming the phase", a.status, a.body)
+					}
 				default:
 					if a.status/100 != 2 {
 						t.Fatalf("%d %s, want 2xx", a.status, a.body)

@@ -20,6 +20,7 @@ const (
 	codeTooLarge         = "too_large"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeInternal         = "internal"
+	codeBadGateway       = "bad_gateway"
 )
 
 // apiError is an answer that is not a success: the HTTP status, the code

@@ -94,6 +94,7 @@ func routes() []route {
 		{"GET", "/v1/operations", agents, (*api).list},
 		{"GET", "/v1/operations/{id}", agents, (*api).get},
 		{"GET", "/v1/operations/{id}/audit", agents, (*api).audit},
+		{"GET", "/v1/operations/{id}/result", agents, (*api).result},
 		{"POST", "/v1/operations/{id}/extension-requests", agents, (*api).requestExtension},
 		{"POST", "/v1/operations/{id}/decisions", approvers, (*api).decide},
 		{"POST", "/v1/operations/{id}/cancel", approvers, (*api).cancel},

@@ -14,6 +14,7 @@ var specTable = []struct{ method, path, role string }{
 	{"GET", "/v1/operations/{id}", "agent"},
 	{"GET", "/v1/operations", "agent"},
 	{"GET", "/v1/operations/{id}/audit", "agent"},
+	{"GET", "/v1/operations/{id}/result", "agent"},
 	{"POST", "/v1/operations/{id}/extension-requests", "agent"},
 	{"POST", "/v1/operations/{id}/decisions", "approver"},
 	{"POST", "/v1/operations/{id}/cancel", "approver"},

@@ -235,7 +235,7 @@ func TestToolsAreListed(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"get_job", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"}
+	want := []string{"get_job", "get_result", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

@@ -186,8 +186,8 @@ func TestPublishedSchemasConformToTheSpecification(t *testing.T) {
 			if err := json.Unmarshal(tools, &list); err != nil {
 				t.Fatal(err)
 			}
-			if len(list.Tools) != 6 {
-				t.Fatalf("tools/list has %d tools, want 6: %s", len(list.Tools), tools)
+			if len(list.Tools) != 7 {
+				t.Fatalf("tools/list has %d tools, want 7: %s", len(list.Tools), tools)
 			}
 			for _, tl := range list.Tools {
 				for kind, raw := range map[string]json.RawMessage{"inputSchema": tl.InputSchema, "outputSchema": tl.OutputSchema} {

@@ -163,6 +163,7 @@ Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 		Annotations:  &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 		OutputSchema: outputSchema[ExtensionAnswer](),
 	}, textOnly(s.requestExtension))
+	s.addResult(srv)
 	s.addTasks(srv)
 	return srv
 }

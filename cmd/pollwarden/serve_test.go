@@ -284,7 +284,7 @@ func TestServeMCPOverHTTP(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"get_job", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"}; !slices.Equal(names, want) {
+	if want := []string{"get_job", "get_result", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 

@@ -136,7 +136,7 @@ async function main() {
   // fails here.
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  check("tools/list", JSON.stringify(names) === JSON.stringify(["get_job", "list_jobs", "request_extension", "wait_job", "watch_job"]),
+  check("tools/list", JSON.stringify(names) === JSON.stringify(["get_job", "get_result", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"]),
     JSON.stringify(names));
   for (const t of tools) {
     check(`schemas ${t.name}`, t.inputSchema?.type === "object" && t.outputSchema?.type === "object" && t.description,

@@ -395,7 +395,7 @@ func inspectorToolsList(t *testing.T, target ...string) string {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"get_job", "list_jobs", "request_extension", "wait_job", "watch_job"}; !slices.Equal(names, want) {
+	if want := []string{"get_job", "get_result", "list_jobs", "request_extension", "submit_job", "wait_job", "watch_job"}; !slices.Equal(names, want) {
 		t.Fatalf("inspector listed %v, want %v", names, want)
 	}
 	return stdout.String() + stderr.String()

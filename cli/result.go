@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/spf13/cobra"
+)
+
+func resultCmd(env Env) *cobra.Command {
+	var store, contractArg, out, auditKey string
+	cmd := &cobra.Command{
+		Use:   "result OPERATION",
+		Short: "Fetch a succeeded operation's result from the provider, as its own recorded action",
+		Long: `result fetches the result of a succeeded operation through the contract's
+result.fetch call (for example OpenAI's output file content or Anthropic's
+results_url) and writes it to stdout, or to --out FILE. The fetch is
+recorded in the operation's audit before it is sent and after it ends,
+with who asked, the URL, the size and the sha256 of what was handed over.
+It streams, bounded by the contract's max_bytes: a larger result is
+refused. With --out the bytes go to a temporary file beside FILE that is
+renamed to FILE only when the whole result arrived, so FILE never holds a
+partial result. On stdout, a fetch that fails midway exits non-zero: what
+was written is not the result. A second fetch is allowed and recorded too.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, _, err := env.openStoreKey(cmd.Context(), store, auditKey, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			op, err := st.OperationGet(cmd.Context(), args[0])
+			if err != nil {
+				return usage(err)
+			}
+			if contractArg == "" {
+				contractArg = op.Contract
+			}
+			ex, err := env.loadContract(contractArg)
+			if err != nil {
+				return err
+			}
+			actor := pollwarden.Actor{Name: env.localOwner("cli"), Role: pollwarden.RoleAgent}
+			ctl := env.newController(st)
+			if out == "" {
+				_, err := ctl.FetchResult(cmd.Context(), ex, op.ID, actor, env.Stdout)
+				return resultError(err)
+			}
+			return fetchToFile(cmd, ctl, ex, op.ID, actor, out)
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
+	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
+	cmd.Flags().StringVar(&out, "out", "", "write the result to this file (renamed into place only when complete) instead of stdout")
+	cmd.Flags().StringVar(&auditKey, "audit-key", "", auditKeyHelp)
+	return cmd
+}
+
+// fetchToFile writes the result to a temporary file in out's directory
+// and renames it to out only when the fetch ended whole.
+func fetchToFile(cmd *cobra.Command, ctl *controller.Controller, ex *contract.Extractor, id string, actor pollwarden.Actor, out string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*")
+	if err != nil {
+		return usage(fmt.Errorf("--out: %w", err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	res, err := ctl.FetchResult(cmd.Context(), ex, id, actor, tmp)
+	if err != nil {
+		return resultError(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return err
+	}
+	done = true
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d bytes to %s, sha256 %s\n", res.Bytes, out, res.SHA256)
+	return nil
+}
+
+// resultError makes a refusal (wrong phase, no result.fetch, a URL off the
+// contract's origins) a usage error, exit 2; a failed fetch stays exit 1.
+func resultError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, controller.ErrResultRefused):
+		return usage(err)
+	}
+	return err
+}

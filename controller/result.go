@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// The two ways a result fetch ends without a result: refused before
+// anything was sent (wrong phase, no result.fetch, a URL off the
+// contract's origins), or failed once sent (the provider's answer, the
+// bound, the connection). Doors answer the first as a conflict, the
+// second as a bad gateway.
+var (
+	ErrResultRefused = errors.New("result fetch refused")
+	ErrResultFailed  = errors.New("result fetch failed")
+)
+
+// ResultFetch is what a completed fetch handed over.
+type ResultFetch struct {
+	URL    string
+	Bytes  int64
+	SHA256 string
+	// Written is true once any byte reached the writer, also on failure:
+	// a door streaming to a client can then only abort.
+	Written bool
+}
+
+// FetchResult fetches operation id's result as its own recorded action
+// (R23), streaming it into w, bounded by the contract's max_bytes. It is
+// allowed only once the operation has succeeded. A "started" event (who,
+// the URL) is durable before the request leaves, and a "fetched" (bytes,
+// sha256) or "failed" event after; a second fetch is allowed and recorded
+// the same way. The record is written even if the caller goes away.
+func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
+	ct := ex.Contract()
+	op, err := c.store.OperationGet(ctx, id)
+	if err != nil {
+		return ResultFetch{}, err
+	}
+	if err := policy.CanFetchResult(op, ct); err != nil {
+		return ResultFetch{}, fmt.Errorf("%w: %v", ErrResultRefused, err)
+	}
+	url, err := contract.ResultFetchURL(ct, op)
+	if err != nil {
+		return ResultFetch{}, fmt.Errorf("%w: %v", ErrResultRefused, err)
+	}
+	bg := context.WithoutCancel(ctx)
+	shown := auditURL(url)
+	if err := c.record(bg, id, func(op *pollwarden.Operation) pollwarden.Event {
+		return policy.ResultFetchStarted(op, actor, shown, c.clock.Now())
+	}); err != nil {
+		return ResultFetch{}, err
+	}
+	r := c.prober.Fetch(ctx, ct, ct.ResultFetch.Method, url, ct.ResultFetch.MaxBytes, w)
+	if r.Problem == "" && ctx.Err() != nil {
+		r.Problem = "the caller went away before the result was handed over"
+	}
+	out := ResultFetch{URL: shown, Bytes: r.Bytes, SHA256: r.SHA256, Written: r.Written}
+	if err := c.record(bg, id, func(op *pollwarden.Operation) pollwarden.Event {
+		return policy.ResultFetchDone(op, actor, shown, r.Status, r.Bytes, r.SHA256, r.Problem, c.clock.Now())
+	}); err != nil {
+		return out, err
+	}
+	if r.Problem != "" {
+		return out, fmt.Errorf("%w: %s", ErrResultFailed, r.Problem)
+	}
+	return out, nil
+}
+
+// record appends one event to the operation without changing its state,
+// retrying while a step holds its lease or another write got there first.
+func (c *Controller) record(ctx context.Context, id string, event func(*pollwarden.Operation) pollwarden.Event) error {
+	_, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+		op, err := c.store.OperationGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e := event(op)
+		return op, c.save(ctx, op, []pollwarden.Event{e}, e.At)
+	})
+	return err
+}
+
+// auditURL is the fetch URL as the record keeps it: without its query and
+// fragment, which for a presigned download are themselves a credential.
+func auditURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		return u[:i] + "?…"
+	}
+	return u
+}

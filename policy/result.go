@@ -1,0 +1,45 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// CanFetchResult refuses a result fetch unless op has succeeded: before
+// then the provider has no result, and after another end there is none to
+// fetch. The refusal names the phase.
+func CanFetchResult(op *pollwarden.Operation, c *pollwarden.Contract) error {
+	if op.Contract != c.Name {
+		return fmt.Errorf("operation %s belongs to contract %q, not %q", op.ID, op.Contract, c.Name)
+	}
+	if op.Phase != pollwarden.PhaseSucceeded {
+		return fmt.Errorf("operation %s is %s; its result can be fetched only once it has succeeded", op.ID, op.Phase)
+	}
+	if c.ResultFetch == nil {
+		return fmt.Errorf("contract %s documents no result fetch; the operation's result fields are its whole result", c.Name)
+	}
+	return nil
+}
+
+// ResultFetchStarted is the event written before the fetch is sent: who
+// asked, and where it goes (a URL with no secret in it).
+func ResultFetchStarted(op *pollwarden.Operation, actor pollwarden.Actor, url string, now time.Time) pollwarden.Event {
+	return pollwarden.Event{OperationID: op.ID, At: now, Kind: pollwarden.EventResultFetchStarted,
+		Data: pollwarden.EventData{Actor: &actor, URL: url}}
+}
+
+// ResultFetchDone is the event written after the fetch: the size and
+// digest of what was handed over, or why nothing whole was.
+func ResultFetchDone(op *pollwarden.Operation, actor pollwarden.Actor, url string, status int, bytes int64, sum, problem string, now time.Time) pollwarden.Event {
+	d := pollwarden.EventData{Actor: &actor, URL: url, HTTPStatus: status, Bytes: bytes}
+	kind := pollwarden.EventResultFetched
+	if problem != "" {
+		kind = pollwarden.EventResultFetchFailed
+		d.Detail = problem
+	} else {
+		d.SHA256 = sum
+	}
+	return pollwarden.Event{OperationID: op.ID, At: now, Kind: kind, Data: d}
+}
