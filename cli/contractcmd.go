@@ -58,6 +58,6 @@ func contractCmd(env Env) *cobra.Command {
 			return err
 		},
 	}
-	c.AddCommand(check, list, show)
+	c.AddCommand(check, list, show, contractTestCmd(env))
 	return c
 }
