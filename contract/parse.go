@@ -67,6 +67,11 @@ func ParseFrom(data []byte, source string, lookup BaseLookup) (*pollwarden.Contr
 		chain = []string{source}
 	}
 	root = d.extend(root, lookup, chain, []string{topName(root)})
+	if len(d.probs) > 0 {
+		// Without its base the file would be judged alone, and every key
+		// the base supplies reported missing ahead of the real cause.
+		return nil, problemsOf(d.probs)
+	}
 	c := d.contract(root)
 	if err := problemsOf(d.probs); err != nil {
 		return nil, err
@@ -80,7 +85,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 	var doc yaml.Node
 	err := dec.Decode(&doc)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, []Problem{yamlProblem(err)}
+		return nil, []Problem{plainYAML(yamlProblem(err), data)}
 	}
 	if err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(resolve(doc.Content[0])) {
 		return nil, []Problem{{Line: 1, Msg: "empty file: expected a contract (a mapping with version, name, status, state, …)"}}
@@ -203,7 +208,17 @@ func (d *decoder) backoff(o *object) pollwarden.Backoff {
 	base, baseOK := o.duration("base", defaultBackoffBase, false)
 	maxDelay, maxOK := o.duration("max", defaultBackoffMax, false)
 	if maxDelay < base && (baseOK || maxOK) {
-		d.addf(o.lineOf("max"), o.child("max"), "must be at least base (%s), got %s", base, maxDelay)
+		// Blame the value the user wrote in this file, never a default or
+		// a base contract's value (those carry no line of this file).
+		maxWritten := o.has("max") && o.ents["max"].line > 0
+		switch {
+		case maxWritten:
+			d.addf(o.lineOf("max"), o.child("max"), "must be at least base (%s), got %s", base, maxDelay)
+		case o.has("max"):
+			d.addf(o.lineOf("base"), o.child("base"), "%s is more than backoff.max (%s, from the base contract); lower base or set max", base, maxDelay)
+		default:
+			d.addf(o.lineOf("base"), o.child("base"), "%s is more than backoff.max (%s, the default when max is not given); lower base or set max", base, maxDelay)
+		}
 	}
 	return pollwarden.Backoff{Base: base, Max: maxDelay}
 }
