@@ -197,6 +197,12 @@ type Limits struct {
 	// enforces it); 0 means no ceiling. It is per process: a fleet of N
 	// replicas divides the provider's allowance by N.
 	MaxRequestsPerSecond float64
+	// ConsecutiveTransportFailures, set by limits.transport_failures:
+	// consecutive, makes an answer whose state was read reset the count of
+	// transport failures, so scattered blips over a long job never add up
+	// to an escalation. The default (total) counts every failure of the
+	// operation. Omitted when false so existing contract digests hold.
+	ConsecutiveTransportFailures bool `json:",omitempty"`
 }
 
 // EscalationSpec bounds what an escalation may offer.

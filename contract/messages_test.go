@@ -109,3 +109,24 @@ func TestUnknownBaseAlone(t *testing.T) {
 		t.Fatalf("got %v", ps)
 	}
 }
+
+func TestTransportFailuresMode(t *testing.T) {
+	head := okHead + "state: {path: s, pending: [a], success: [b]}\n"
+	for src, want := range map[string]bool{
+		head: false,
+		head + "limits: {transport_failures: total}\n":       false,
+		head + "limits: {transport_failures: consecutive}\n": true,
+	} {
+		c, err := Parse([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Limits.ConsecutiveTransportFailures != want {
+			t.Errorf("%q: consecutive = %v, want %v", src, c.Limits.ConsecutiveTransportFailures, want)
+		}
+	}
+	ps := problemsFor(t, head+"limits: {transport_failures: sometimes}\n")
+	if len(ps) != 1 || !strings.Contains(ps[0].String(), `limits.transport_failures: must be total or consecutive, got "sometimes"`) {
+		t.Fatalf("got %v", ps)
+	}
+}

@@ -135,7 +135,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	nf := top.obj("not_found", false, "pending_for")
 	c.NotFoundPendingFor, _ = nf.duration("pending_for", 0, true)
 	c.Backoff = d.backoff(top.obj("backoff", false, "base", "max"))
-	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
+	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second", "transport_failures"))
 	c.Escalation = d.escalation(top.obj("escalation", false, "extension", "console_url"))
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
@@ -225,12 +225,30 @@ func (d *decoder) backoff(o *object) pollwarden.Backoff {
 
 func (d *decoder) limits(o *object) pollwarden.Limits {
 	return pollwarden.Limits{
-		Deadline:             o.span("deadline", defaultDeadline),
-		MaxStatusRequests:    o.limit("max_status_requests", defaultMaxRequests),
-		MaxTransportFailures: o.limit("max_transport_failures", defaultMaxTransport),
-		MaxRateLimited:       o.limit("max_rate_limited", defaultMaxRateLimited),
-		MaxRequestsPerSecond: o.rate("max_requests_per_second"),
+		Deadline:                     o.span("deadline", defaultDeadline),
+		MaxStatusRequests:            o.limit("max_status_requests", defaultMaxRequests),
+		MaxTransportFailures:         o.limit("max_transport_failures", defaultMaxTransport),
+		MaxRateLimited:               o.limit("max_rate_limited", defaultMaxRateLimited),
+		MaxRequestsPerSecond:         o.rate("max_requests_per_second"),
+		ConsecutiveTransportFailures: d.transportCount(o),
 	}
+}
+
+// transportCount reads limits.transport_failures: total (the default, a
+// success does not reset the count) or consecutive.
+func (d *decoder) transportCount(o *object) bool {
+	s, line, ok := o.str("transport_failures", false)
+	if !ok {
+		return false
+	}
+	switch s {
+	case "total":
+		return false
+	case "consecutive":
+		return true
+	}
+	d.addf(line, o.child("transport_failures"), "must be total or consecutive, got %s", clip(s))
+	return false
 }
 
 func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {

@@ -87,8 +87,12 @@ func Summary(c *pollwarden.Contract) string {
 	line("404:        pending for %s after start, then integration_failure", pollwarden.ShortDuration(c.NotFoundPendingFor))
 	line("backoff:    base %s, max %s (jittered 50–100%%)", pollwarden.ShortDuration(c.Backoff.Base), pollwarden.ShortDuration(c.Backoff.Max))
 	l := c.Limits
-	line("limits:     deadline %s, %d status requests, %d transport failures, %d rate-limited answers",
-		pollwarden.ShortDuration(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, l.MaxRateLimited)
+	inARow := ""
+	if l.ConsecutiveTransportFailures {
+		inARow = " in a row"
+	}
+	line("limits:     deadline %s, %d status requests, %d transport failures%s, %d rate-limited answers",
+		pollwarden.ShortDuration(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, inARow, l.MaxRateLimited)
 	if l.MaxRequestsPerSecond > 0 {
 		line("ceiling:    %s status requests per second to this provider, per process",
 			strconv.FormatFloat(l.MaxRequestsPerSecond, 'g', -1, 64))

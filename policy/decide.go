@@ -149,6 +149,7 @@ func (d *decider) body() {
 		return
 	}
 	d.observeState(b.State, b.ProviderState)
+	resetTransportFailures(d.op, d.c)
 	switch classOf(d.c, b.State) {
 	case classSuccess:
 		d.success()
