@@ -82,6 +82,9 @@ type StatusCall struct {
 	// RequestIDHeader names the header carrying the provider's request id,
 	// in addition to x-request-id and request-id.
 	RequestIDHeader string
+	// Conditional is "etag" when the contract asks for conditional status
+	// requests: If-None-Match with the last ETag, a 304 meaning unchanged.
+	Conditional string `json:",omitempty"`
 	// UnsafeMethod is set when the contract explicitly declares that its
 	// status call is not a safe method; then every call needs approval (R16).
 	UnsafeMethod bool

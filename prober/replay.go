@@ -16,6 +16,7 @@ func Replay(c *pollwarden.Contract, status int, h http.Header, body []byte, at t
 	resp.RetryAfter = cut(h.Get("Retry-After"), maxRetryAfter)
 	resp.RequestID = cut(requestID(h, c.Status.RequestIDHeader), maxRequestIDLen)
 	resp.Location = cut(h.Get("Location"), maxLocation)
+	resp.ETag = cut(h.Get("ETag"), maxRequestIDLen)
 	resp.Headers = contractHeaders(c, h)
 	for k, v := range resp.Headers {
 		resp.Headers[k] = cut(v, maxRequestIDLen)

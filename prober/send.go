@@ -62,6 +62,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
+		if tag := ifNoneMatch(ctx); tag != "" && c.Status.Conditional == "etag" {
+			req.Header.Set("If-None-Match", tag)
+		}
 		if cred := c.Status.Credential; cred != nil {
 			// Set last so a contract header of the same name cannot
 			// replace it; only ever reached for an allowed origin.
@@ -80,6 +83,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		resp.RetryAfter = r.Header.Get("Retry-After")
 		resp.RequestID = requestID(r.Header, c.Status.RequestIDHeader)
 		resp.Location = r.Header.Get("Location")
+		resp.ETag = r.Header.Get("ETag")
 		resp.Headers = contractHeaders(c, r.Header)
 
 		if next, why, follow := p.redirect(c, u, r, hop); follow || why != "" {
