@@ -89,6 +89,9 @@ type StatusCall struct {
 	// RequestIDHeader names the header carrying the provider's request id,
 	// in addition to x-request-id and request-id.
 	RequestIDHeader string
+	// Conditional is "etag" when the contract asks for conditional status
+	// requests: If-None-Match with the last ETag, a 304 meaning unchanged.
+	Conditional string `json:",omitempty"`
 	// UnsafeMethod is set when the contract explicitly declares that its
 	// status call is not a safe method; then every call needs approval (R16).
 	UnsafeMethod bool
@@ -231,6 +234,12 @@ type Limits struct {
 	// enforces it); 0 means no ceiling. It is per process: a fleet of N
 	// replicas divides the provider's allowance by N.
 	MaxRequestsPerSecond float64
+	// ConsecutiveTransportFailures, set by limits.transport_failures:
+	// consecutive, makes an answer whose state was read reset the count of
+	// transport failures, so scattered blips over a long job never add up
+	// to an escalation. The default (total) counts every failure of the
+	// operation. Omitted when false so existing contract digests hold.
+	ConsecutiveTransportFailures bool `json:",omitempty"`
 }
 
 // EscalationSpec bounds what an escalation may offer.

@@ -34,7 +34,10 @@ type Observation struct {
 	// rate limit (the contract's rate_limit signals).
 	RateLimitSignal string
 	RequestID       string
-	Body            BodyFacts
+	// ETag is the answer's ETag header (redacted, cut), kept on the record
+	// for the next conditional request.
+	ETag string
+	Body BodyFacts
 }
 
 // BodyFacts is what the contract's paths found in the response body. Hint

@@ -156,14 +156,18 @@ type Operation struct {
 	LastState string `json:"last_state,omitempty"`
 	// LastProviderState is the provider's own value behind LastState when
 	// the two differ (a state built from several fields, or another case).
-	LastProviderState string          `json:"last_provider_state,omitempty"`
-	LastHTTP          int             `json:"last_http_status,omitempty"`
-	LastHTTPAt        *time.Time      `json:"last_http_at,omitempty"`
-	LastRequestID     string          `json:"last_request_id,omitempty"`
-	Result            json.RawMessage `json:"result,omitempty"`
-	ProviderError     json.RawMessage `json:"provider_error,omitempty"`
-	FinishedAt        *time.Time      `json:"finished_at,omitempty"`
-	Escalation        *Escalation     `json:"escalation,omitempty"`
+	LastProviderState string `json:"last_provider_state,omitempty"`
+	// LastETag is the ETag of the last answer whose state was read, sent
+	// back as If-None-Match under status.conditional: etag. Redacted and
+	// cut like every kept header.
+	LastETag      string          `json:"last_etag,omitempty"`
+	LastHTTP      int             `json:"last_http_status,omitempty"`
+	LastHTTPAt    *time.Time      `json:"last_http_at,omitempty"`
+	LastRequestID string          `json:"last_request_id,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	ProviderError json.RawMessage `json:"provider_error,omitempty"`
+	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+	Escalation    *Escalation     `json:"escalation,omitempty"`
 	// Cancel is the record of a cancel at the provider, from the moment it
 	// is asked for (before anything is sent); nil when none was asked.
 	Cancel *CancelRecord `json:"cancel,omitempty"`

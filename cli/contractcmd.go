@@ -8,6 +8,7 @@ import (
 
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/contract/builtin"
+	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/spf13/cobra"
 )
@@ -27,6 +28,9 @@ func contractCmd(env Env) *cobra.Command {
 				return usage(err)
 			}
 			fmt.Fprint(env.Stdout, contract.Summary(ct))
+			for _, w := range policy.LimitWarnings(ct) {
+				fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
+			}
 			if w := prober.ShortSecretWarning(ct, env.Getenv, os.ReadFile); w != "" {
 				fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
 			}
@@ -58,6 +62,6 @@ func contractCmd(env Env) *cobra.Command {
 			return err
 		},
 	}
-	c.AddCommand(check, list, show)
+	c.AddCommand(check, list, show, contractTestCmd(env))
 	return c
 }

@@ -68,6 +68,7 @@ type serverKey struct{}
 //	PROVIDER          the provider's base URL
 //	ACC_TOKEN         the canary credential (the contracts use env:ACC_TOKEN)
 //	POLLWARDEN_STORE  $WORK/pw.db
+//	FIXTURES          contract/builtin/testdata, the built-ins' provider bodies
 //
 // Before the script runs, "$PROVIDER" in every *.yaml file of the archive
 // is replaced by the provider's URL (testscript does not expand variables
@@ -102,6 +103,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PROVIDER", srv.URL())
 			env.Setenv("ACC_TOKEN", canary)
 			env.Setenv("POLLWARDEN_STORE", filepath.Join(env.WorkDir, "pw.db"))
+			fixtures, err := filepath.Abs(filepath.Join("..", "contract", "builtin", "testdata"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("FIXTURES", fixtures)
 			// Keep the CLI away from the real user's state directory.
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
 			return expandProvider(env.WorkDir, srv.URL())

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -134,7 +135,11 @@ func (d *decoder) object(path string, line int, n *yaml.Node, known []string) *o
 		case name == "<<":
 			d.addf(k.Line, p, "merge keys are not supported")
 		case known != nil && !slices.Contains(known, name):
-			d.addf(k.Line, p, "unknown key")
+			if guess := nearest(name, known); guess != "" {
+				d.addf(k.Line, p, "unknown key; did you mean %s?", guess)
+			} else {
+				d.addf(k.Line, p, "unknown key (known here: %s)", strings.Join(known, ", "))
+			}
 		case dup:
 			d.addf(k.Line, p, "duplicate key (first on line %d)", prev.line)
 		default:

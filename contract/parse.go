@@ -67,6 +67,11 @@ func ParseFrom(data []byte, source string, lookup BaseLookup) (*pollwarden.Contr
 		chain = []string{source}
 	}
 	root = d.extend(root, lookup, chain, []string{topName(root)})
+	if len(d.probs) > 0 {
+		// Without its base the file would be judged alone, and every key
+		// the base supplies reported missing ahead of the real cause.
+		return nil, problemsOf(d.probs)
+	}
 	c := d.contract(root)
 	if err := problemsOf(d.probs); err != nil {
 		return nil, err
@@ -80,7 +85,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 	var doc yaml.Node
 	err := dec.Decode(&doc)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, []Problem{yamlProblem(err)}
+		return nil, []Problem{plainYAML(yamlProblem(err), data)}
 	}
 	if err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(resolve(doc.Content[0])) {
 		return nil, []Problem{{Line: 1, Msg: "empty file: expected a contract (a mapping with version, name, status, state, …)"}}
@@ -115,7 +120,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	}
 	d.baseBad = baseBad
 	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
-		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca")
+		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	result := top.obj("result", false, "require", "error_path", "fetch")
 	c := &pollwarden.Contract{
@@ -131,7 +136,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	nf := top.obj("not_found", false, "pending_for")
 	c.NotFoundPendingFor, _ = nf.duration("pending_for", 0, true)
 	c.Backoff = d.backoff(top.obj("backoff", false, "base", "max"))
-	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second"))
+	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second", "transport_failures"))
 	esc := top.obj("escalation", false, "extension", "console_url", "remind_after", "expire_after", "on_expiry")
 	c.Escalation = d.escalation(esc)
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
@@ -210,19 +215,47 @@ func (d *decoder) backoff(o *object) pollwarden.Backoff {
 	base, baseOK := o.duration("base", defaultBackoffBase, false)
 	maxDelay, maxOK := o.duration("max", defaultBackoffMax, false)
 	if maxDelay < base && (baseOK || maxOK) {
-		d.addf(o.lineOf("max"), o.child("max"), "must be at least base (%s), got %s", base, maxDelay)
+		// Blame the value the user wrote in this file, never a default or
+		// a base contract's value (those carry no line of this file).
+		maxWritten := o.has("max") && o.ents["max"].line > 0
+		switch {
+		case maxWritten:
+			d.addf(o.lineOf("max"), o.child("max"), "must be at least base (%s), got %s", base, maxDelay)
+		case o.has("max"):
+			d.addf(o.lineOf("base"), o.child("base"), "%s is more than backoff.max (%s, from the base contract); lower base or set max", base, maxDelay)
+		default:
+			d.addf(o.lineOf("base"), o.child("base"), "%s is more than backoff.max (%s, the default when max is not given); lower base or set max", base, maxDelay)
+		}
 	}
 	return pollwarden.Backoff{Base: base, Max: maxDelay}
 }
 
 func (d *decoder) limits(o *object) pollwarden.Limits {
 	return pollwarden.Limits{
-		Deadline:             o.span("deadline", defaultDeadline),
-		MaxStatusRequests:    o.limit("max_status_requests", defaultMaxRequests),
-		MaxTransportFailures: o.limit("max_transport_failures", defaultMaxTransport),
-		MaxRateLimited:       o.limit("max_rate_limited", defaultMaxRateLimited),
-		MaxRequestsPerSecond: o.rate("max_requests_per_second"),
+		Deadline:                     o.span("deadline", defaultDeadline),
+		MaxStatusRequests:            o.limit("max_status_requests", defaultMaxRequests),
+		MaxTransportFailures:         o.limit("max_transport_failures", defaultMaxTransport),
+		MaxRateLimited:               o.limit("max_rate_limited", defaultMaxRateLimited),
+		MaxRequestsPerSecond:         o.rate("max_requests_per_second"),
+		ConsecutiveTransportFailures: d.transportCount(o),
 	}
+}
+
+// transportCount reads limits.transport_failures: total (the default, a
+// success does not reset the count) or consecutive.
+func (d *decoder) transportCount(o *object) bool {
+	s, line, ok := o.str("transport_failures", false)
+	if !ok {
+		return false
+	}
+	switch s {
+	case "total":
+		return false
+	case "consecutive":
+		return true
+	}
+	d.addf(line, o.child("transport_failures"), "must be total or consecutive, got %s", clip(s))
+	return false
 }
 
 func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {

@@ -68,7 +68,15 @@ func problemsOf(list []Problem) error {
 	if len(list) == 0 {
 		return nil
 	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].Line < list[j].Line })
+	// A misspelt key (an unknown key with a likely meaning) comes first:
+	// it is usually the cause of what follows, such as the required key it
+	// was meant to be reported missing. The rest stay in file order.
+	sort.SliceStable(list, func(i, j int) bool {
+		if ui, uj := list[i].unknownKey(), list[j].unknownKey(); ui != uj {
+			return ui
+		}
+		return list[i].Line < list[j].Line
+	})
 	return &Problems{List: list}
 }
 
@@ -107,3 +115,5 @@ func clip(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+func (p Problem) unknownKey() bool { return strings.HasPrefix(p.Msg, "unknown key; did you mean") }

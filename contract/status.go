@@ -64,6 +64,12 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 		}
 		s.RequestIDHeader = h
 	}
+	if v, line, ok := o.str("conditional", false); ok {
+		if v != "etag" {
+			d.addf(line, o.child("conditional"), "must be etag (If-None-Match with the last ETag), got %s", clip(v))
+		}
+		s.Conditional = v
+	}
 	s.AllowedHosts = d.allowedHosts(o, base, urlOK)
 	switch {
 	case s.AllowedHosts == nil && urlOK:

@@ -40,6 +40,9 @@ func Summary(c *pollwarden.Contract) string {
 	}
 	line("status:     %s %s (timeout %s, body up to %d bytes, origins %s)",
 		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(origins))
+	if s.Conditional == "etag" {
+		line("            conditional: If-None-Match with the last ETag; a 304 is the job unchanged")
+	}
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
 	}
@@ -102,8 +105,12 @@ func Summary(c *pollwarden.Contract) string {
 	line("404:        pending for %s after start, then integration_failure", pollwarden.ShortDuration(c.NotFoundPendingFor))
 	line("backoff:    base %s, max %s (jittered 50–100%%)", pollwarden.ShortDuration(c.Backoff.Base), pollwarden.ShortDuration(c.Backoff.Max))
 	l := c.Limits
-	line("limits:     deadline %s, %d status requests, %d transport failures, %d rate-limited answers",
-		pollwarden.ShortDuration(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, l.MaxRateLimited)
+	inARow := ""
+	if l.ConsecutiveTransportFailures {
+		inARow = " in a row"
+	}
+	line("limits:     deadline %s, %d status requests, %d transport failures%s, %d rate-limited answers",
+		pollwarden.ShortDuration(l.Deadline), l.MaxStatusRequests, l.MaxTransportFailures, inARow, l.MaxRateLimited)
 	if l.MaxRequestsPerSecond > 0 {
 		line("ceiling:    %s status requests per second to this provider, per process",
 			strconv.FormatFloat(l.MaxRequestsPerSecond, 'g', -1, 64))

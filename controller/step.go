@@ -147,6 +147,9 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 		return c.failUnsent(reserved, ct, err.Error(), finish)
 	}
 	var resp prober.Response
+	if ct.Status.Conditional == "etag" {
+		ctx = prober.WithIfNoneMatch(ctx, reserved.LastETag)
+	}
 	if body != nil {
 		resp = c.prober.StatusWithBody(context.WithoutCancel(ctx), ct, url, body)
 	} else {
@@ -255,7 +258,7 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 	obs := &pollwarden.Observation{
 		SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, Status: r.Status,
 		Transport: r.Transport, TransportDetail: r.TransportDetail,
-		RetryAfter: r.RetryAfter, RequestID: r.RequestID,
+		RetryAfter: r.RetryAfter, RequestID: r.RequestID, ETag: r.ETag,
 	}
 	ct := ex.Contract()
 	if r.Transport == "" && !r.BodyTooLarge {

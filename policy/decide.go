@@ -75,6 +75,9 @@ func (d *decider) classify() {
 		d.escalate(pollwarden.ReasonIntegrationFailure, obs.TransportDetail)
 	case obs.Transport != "" || s == 0:
 		d.transportFailure(obs.Transport)
+	case d.notModified():
+		// The answer to If-None-Match: the job is as it was.
+		d.unchanged()
 	case obs.Body.FromStatus:
 		// The contract maps this code to a state (a 202 while running, a
 		// 404 that ends a deletion wait).
@@ -149,6 +152,8 @@ func (d *decider) body() {
 		return
 	}
 	d.observeState(b.State, b.ProviderState)
+	resetTransportFailures(d.op, d.c)
+	d.keepETag()
 	switch classOf(d.c, b.State) {
 	case classSuccess:
 		d.success()

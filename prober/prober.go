@@ -125,6 +125,8 @@ type Response struct {
 	RequestID string
 	// Location is the raw Location header of the last answer.
 	Location string
+	// ETag is the last answer's ETag header, redacted and cut.
+	ETag string
 	// Headers holds the last answer's values of the headers the
 	// contract's rate_limit reads, by lower-case name, redacted and cut.
 	Headers map[string]string
@@ -251,6 +253,7 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
 	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)
 	resp.Location = cut(sc.text(resp.Location), maxLocation)
+	resp.ETag = cut(sc.text(resp.ETag), maxRequestIDLen)
 	for k, v := range resp.Headers {
 		resp.Headers[k] = cut(sc.text(v), maxRequestIDLen)
 	}

@@ -66,6 +66,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
+		if tag := ifNoneMatch(ctx); tag != "" && c.Status.Conditional == "etag" {
+			req.Header.Set("If-None-Match", tag)
+		}
 		if auth != nil {
 			// Last, so a contract header of the same name cannot replace
 			// it and a signature covers every header; only ever reached
@@ -88,6 +91,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		resp.RetryAfter = r.Header.Get("Retry-After")
 		resp.RequestID = requestID(r.Header, c.Status.RequestIDHeader)
 		resp.Location = r.Header.Get("Location")
+		resp.ETag = r.Header.Get("ETag")
 		resp.Headers = contractHeaders(c, r.Header)
 
 		if next, why, follow := p.redirect(c, u, r, hop); follow || why != "" {

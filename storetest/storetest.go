@@ -112,6 +112,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op.Phase, op.Reason = pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted
 	op.LastState, op.LastHTTP, op.LastHTTPAt, op.LastRequestID = "running", 503, ptr(at(time.Minute+1)), "req-9"
 	op.LastProviderState = "in_progress/null"
+	op.LastETag = `W/"etag-1"`
 	op.Vars = map[string]string{"owner": "octocat", "repo": "Hello-World"}
 	op.Result = json.RawMessage(`{"url":"https://files.example.com/r.csv","rows":12.50}`)
 	op.ProviderError = json.RawMessage(`{"code":"E42","message":"quota <soon>"}`)

@@ -33,8 +33,31 @@ func TestReplayGitHubActionsRun(t *testing.T) {
 			story: "received 403, Retry-After 3, rate-limited answer 1"}),
 		run(scenario{name: "403 rate limits until the budget", bodies: []string{"rate_limited"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonRateLimited,
 			story: "3 of 3 answers were rate limits (last: 403 with x-ratelimit-remaining 0)"}),
-		// No If-None-Match is sent (conditional requests are not built
-		// yet), so a 304 is an answer pollwarden did not ask for.
-		run(scenario{name: "unasked 304 (gap)", bodies: []string{"not_modified"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonIntegrationFailure, story: "received 304"}),
+		// A 304 answering If-None-Match is the job unchanged: pending.
+		run(scenario{name: "304 is unchanged", bodies: []string{"running_etag", "not_modified", "succeeded"}, outcome: pollwarden.PhaseSucceeded, story: "received 304"}),
+		// A 304 with no ETag ever sent is an answer pollwarden did not ask for.
+		run(scenario{name: "unasked 304", bodies: []string{"not_modified"}, outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonIntegrationFailure, story: "received 304"}),
 	})
+}
+
+// The last ETag goes back as If-None-Match, and a 304 keeps the job
+// pending with its previous state, counted as a request, not a failure.
+func TestGitHubConditionalRequest(t *testing.T) {
+	sc := scenario{name: "etag", bodies: []string{"running_etag", "not_modified", "succeeded"},
+		vars: map[string]string{"owner": "octocat", "repo": "Hello-World"}, jobID: "30433642", outcome: pollwarden.PhaseSucceeded}
+	op, fake := replay(t, "github-actions-run", sc)
+	if len(fake.requests) != 3 {
+		t.Fatalf("%d requests, want 3", len(fake.requests))
+	}
+	if got := fake.requests[0].Header.Get("If-None-Match"); got != "" {
+		t.Errorf("first request sent If-None-Match %q, want none", got)
+	}
+	for i := 1; i < 3; i++ {
+		if got := fake.requests[i].Header.Get("If-None-Match"); got != `"PLACEHOLDER-etag"` {
+			t.Errorf("request %d sent If-None-Match %q, want the last ETag", i+1, got)
+		}
+	}
+	if op.TransportFailuresUsed != 0 || op.StatusRequestsUsed != 3 {
+		t.Errorf("transport failures %d, requests %d; want 0 and 3", op.TransportFailuresUsed, op.StatusRequestsUsed)
+	}
 }
