@@ -217,28 +217,7 @@ func (d *Dispatcher) post(ctx context.Context, ep Endpoint, m pollwarden.OutboxM
 	req.Header.Set(HeaderID, m.ID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
 	req.Header.Set(HeaderSignature, Sign(key, m.ID, at, m.Body))
-	resp, err := d.client.Do(req)
-	if err != nil {
-		// The URL may carry a token (many receivers put one in the
-		// path): keep only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp.StatusCode, 0, nil
-	}
-	var ra time.Duration
-	if v := resp.Header.Get("Retry-After"); v != "" {
-		if w, err := pollwarden.ParseRetryAfter(v, d.clock.Now()); err == nil {
-			ra = w
-		}
-	}
-	return resp.StatusCode, ra, fmt.Errorf("HTTP %d", resp.StatusCode)
+	return d.answer(d.client.Do(req))
 }
 
 // maxRetryAfter caps a receiver's Retry-After, so one answer cannot park a
@@ -268,4 +247,31 @@ func clip(s string) string {
 		return s[:300] + "…"
 	}
 	return s
+}
+
+// answer reduces a receiver's answer to what the outbox keeps: the status,
+// the receiver's Retry-After (a minimum before the next attempt) and an
+// error for anything but 2xx. Every message format is sent through it.
+func (d *Dispatcher) answer(resp *http.Response, err error) (int, time.Duration, error) {
+	if err != nil {
+		// The URL may carry a token (many receivers put one in the
+		// path): keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp.StatusCode, 0, nil
+	}
+	var ra time.Duration
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if w, err := pollwarden.ParseRetryAfter(v, d.clock.Now()); err == nil {
+			ra = w
+		}
+	}
+	return resp.StatusCode, ra, fmt.Errorf("HTTP %d", resp.StatusCode)
 }

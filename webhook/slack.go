@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -105,24 +103,5 @@ func (d *Dispatcher) postSlack(ctx context.Context, ep Endpoint, m pollwarden.Ou
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "pollwarden-webhooks")
-	resp, err := d.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp.StatusCode, 0, nil
-	}
-	var ra time.Duration
-	if v := resp.Header.Get("Retry-After"); v != "" {
-		if w, err := pollwarden.ParseRetryAfter(v, d.clock.Now()); err == nil {
-			ra = w
-		}
-	}
-	return resp.StatusCode, ra, fmt.Errorf("HTTP %d", resp.StatusCode)
+	return d.answer(d.client.Do(req))
 }
