@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -225,9 +226,7 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	if probe.ID == "" {
 		probe.ID = "-"
 	}
-	if _, _, err := policy.NewOperation(ct, probe, now); err != nil {
-		probs.addErr("", err)
-	}
+	coreProblems(ct, probe, now, probs)
 	if len(probs.List) == 0 && s.o.CredentialAvailable != nil {
 		if err := s.o.CredentialAvailable(ct); err != nil {
 			probs.add("contract", "%s", strings.TrimSpace(fmt.Sprintf("contract %s: %v %s", ct.Name, err, s.o.CredentialHint)))
@@ -245,6 +244,41 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 		np.ID = pollwarden.DerivedOperationID(ct.Name, fp, p.Caller.derivedOwner())
 	}
 	return ex, np, body, nil
+}
+
+// coreProblems adds the core's problems with probe (policy.NewOperation),
+// each one that only an approver could lift marked Widens, with its field:
+// those the same request made by an approver would not have.
+func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) {
+	_, _, err := policy.NewOperation(ct, probe, now)
+	if err == nil {
+		return
+	}
+	lifted := map[string]bool{}
+	if !probe.MayRaise {
+		probe.MayRaise = true
+		_, _, asApprover := policy.NewOperation(ct, probe, now)
+		still := map[string]bool{}
+		if asApprover != nil {
+			for _, m := range strings.Split(trimSentinel(asApprover), "; ") {
+				still[m] = true
+			}
+		}
+		for _, m := range strings.Split(trimSentinel(err), "; ") {
+			lifted[m] = !still[m]
+		}
+	}
+	for _, m := range strings.Split(trimSentinel(err), "; ") {
+		pr := Problem{Message: m, Widens: lifted[m]}
+		if pr.Widens {
+			for _, f := range []string{"max_status_requests", "max_transport_failures", "deadline"} {
+				if strings.HasPrefix(m, strings.ReplaceAll(f, "_", " ")+" ") {
+					pr.Field = f
+				}
+			}
+		}
+		probs.List = append(probs.List, pr)
+	}
 }
 
 // submitProblems checks a request that asks pollwarden to submit the job:

@@ -34,6 +34,10 @@ const (
 type Problem struct {
 	Field   string
 	Message string
+	// Widens marks a request for more authority than the caller has (a
+	// limit above the contract's): only an approver may grant it, so a
+	// door can say how to ask for it.
+	Widens bool
 }
 
 // Problems is a refusal: every problem found, of one Kind. Nothing was
