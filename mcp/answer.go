@@ -38,7 +38,7 @@ func toolError(err error) error {
 	for i, pr := range p.List {
 		msgs[i] = pr.Message
 		if pr.Widens {
-			msgs[i] = fmt.Sprintf("%s: %s; an agent may only lower it (omit %s for the contract's); only a person can raise a limit, after the job escalates: call request_extension to ask",
+			msgs[i] = fmt.Sprintf("%s: %s, after the job escalates: call request_extension to ask (or omit %s for the contract's)",
 				pr.Field, pr.Message, pr.Field)
 		}
 	}

@@ -251,25 +251,29 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 // those the same request made by an approver would not have.
 func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) {
 	_, _, err := policy.NewOperation(ct, probe, now)
-	if err == nil {
+	pe, ok := errors.AsType[*policy.ParamsError](err)
+	if !ok {
+		if err != nil {
+			probs.addErr("", err)
+		}
 		return
 	}
-	lifted := map[string]bool{}
+	still := map[string]bool{}
 	if !probe.MayRaise {
 		probe.MayRaise = true
-		_, _, asApprover := policy.NewOperation(ct, probe, now)
-		still := map[string]bool{}
-		if asApprover != nil {
-			for _, m := range strings.Split(trimSentinel(asApprover), "; ") {
+		_, _, err := policy.NewOperation(ct, probe, now)
+		if asApprover, ok := errors.AsType[*policy.ParamsError](err); ok {
+			for _, m := range asApprover.Problems {
 				still[m] = true
 			}
 		}
-		for _, m := range strings.Split(trimSentinel(err), "; ") {
-			lifted[m] = !still[m]
+	} else {
+		for _, m := range pe.Problems {
+			still[m] = true
 		}
 	}
-	for _, m := range strings.Split(trimSentinel(err), "; ") {
-		pr := Problem{Message: m, Widens: lifted[m]}
+	for _, m := range pe.Problems {
+		pr := Problem{Message: m, Widens: !still[m]}
 		if pr.Widens {
 			for _, f := range []string{"max_status_requests", "max_transport_failures", "deadline"} {
 				if strings.HasPrefix(m, strings.ReplaceAll(f, "_", " ")+" ") {
