@@ -75,6 +75,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	}
 	digest := p.Digest()
 	np.RequestDigest = digest
+	asked, _, _ := policy.NewOperation(ex.Contract(), np, s.o.Clock.Now())
 	existing, err := s.store.OperationGet(ctx, np.ID)
 	switch {
 	case errors.Is(err, pollwarden.ErrNotFound):
@@ -82,7 +83,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	case err != nil:
 		return nil, false, err
 	default:
-		if done, err := p.answerTaken(existing, digest); err != nil {
+		if done, err := p.answerTaken(existing, asked, ex.Contract(), digest); err != nil {
 			return nil, false, err
 		} else if done {
 			return existing, false, nil
@@ -98,7 +99,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 		again, gerr := s.store.OperationGet(ctx, np.ID)
 		if gerr == nil && existing == nil {
 			// Another request took the id since it was read.
-			if done, terr := p.answerTaken(again, digest); terr != nil {
+			if done, terr := p.answerTaken(again, asked, ex.Contract(), digest); terr != nil {
 				return nil, false, terr
 			} else if done {
 				return again, false, nil
@@ -120,16 +121,35 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	return op, created, nil
 }
 
+// Check judges p as Create does, without reading or writing any store,
+// and returns the operation id Create will use: a door that must not
+// open (and so create) its store for a bad request, the CLI, asks first.
+// o.Controller may be nil here.
+func Check(o Options, p CreateParams) (id string, err error) {
+	s := &Service{o: o}
+	if s.o.Clock == nil {
+		s.o.Clock = pollwarden.RealClock{}
+	}
+	_, np, _, err := s.createParams(p)
+	return np.ID, err
+}
+
 // answerTaken judges a request whose id is taken by op before anything is
 // sent: done is true when op is the answer as it is (the API's same
 // request), err a refusal; neither lets the controller resume it.
-func (p CreateParams) answerTaken(op *pollwarden.Operation, digest string) (done bool, err error) {
+func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarden.Contract, digest string) (done bool, err error) {
 	if !p.Caller.sees(op) {
 		// Nothing of the other record (its contract, job, phase), and the
 		// same words whether or not the requests match.
 		return false, errTaken(op.ID)
 	}
 	if !p.SameRequest {
+		if p.Submit != nil || asked == nil {
+			return false, nil // the controller judges a submission's resume
+		}
+		if refusal := resumeRefusal(op, asked, ct); refusal != nil {
+			return false, refusal
+		}
 		return false, nil
 	}
 	if op.RequestDigest != digest {

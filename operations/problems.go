@@ -45,6 +45,9 @@ type Problem struct {
 type Problems struct {
 	Kind Kind
 	List []Problem
+	// ID is the stored operation the refusal is about, when there is one
+	// (a resume the record refuses), so a door can show how to resume it.
+	ID string
 }
 
 func (p *Problems) Error() string {
