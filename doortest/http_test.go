@@ -33,6 +33,9 @@ func (httpDoor) fine() bool { return true }
 
 func (httpDoor) do(t *testing.T, r *rig, req request) answer {
 	t.Helper()
+	if a, ok := httpUseCase(t, r, req); ok {
+		return a
+	}
 	srv := httpServer(t, r)
 	switch req.kind {
 	case create:
@@ -74,6 +77,7 @@ func httpServer(t *testing.T, r *rig) string {
 	toks, err := tokens.New(
 		tokens.Spec{Name: agentName, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
 		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
+		tokens.Spec{Name: otherAgent, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(otherAgentToken), Scope: tokens.ScopeAll},
 	)
 	if err != nil {
 		t.Fatal(err)
