@@ -103,8 +103,8 @@ type ExtensionRequest struct {
 	Justification       string
 }
 
-// MaxJustification keeps a request readable as one line of the story.
-const MaxJustification = 2000
+// maxJustification keeps a request readable as one line of the story.
+const maxJustification = 2000
 
 // ParseExtension reads an extension request as a door received it: the
 // extra time as typed ("15m", "0s"), the extra requests and the reason.
@@ -127,8 +127,8 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 	switch {
 	case just == "":
 		problems = append(problems, "justification is required: say why, for the person who decides")
-	case len(just) > MaxJustification:
-		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", MaxJustification))
+	case len(just) > maxJustification:
+		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", maxJustification))
 	}
 	if len(problems) > 0 {
 		return ExtensionRequest{}, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))

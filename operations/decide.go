@@ -52,8 +52,8 @@ type DecisionParams struct {
 	Note   string
 }
 
-// MaxNote keeps a note readable as one line of the story.
-const MaxNote = 2000
+// maxNote keeps a note readable as one line of the story.
+const maxNote = 2000
 
 // Decide applies an approver's answer to an escalation (R20): who, when,
 // the state, the calls made and the new limits are recorded. The
@@ -99,8 +99,8 @@ func (s *Service) Abandon(ctx context.Context, p DecisionParams) (*pollwarden.Op
 
 // apply checks and applies a decision the caller's role allows.
 func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Operation, error) {
-	if len(p.Note) > MaxNote {
-		return nil, refuse(Invalid, "note", "note is longer than %d bytes", MaxNote)
+	if len(p.Note) > maxNote {
+		return nil, refuse(Invalid, "note", "note is longer than %d bytes", maxNote)
 	}
 	op, err := s.visible(ctx, p.Caller, p.ID)
 	if err != nil {

@@ -26,7 +26,7 @@ type ListParams struct {
 	Caller Caller
 	// Phase as typed; "" lists every phase.
 	Phase string
-	// Limit as typed; "" is DefaultListLimit.
+	// Limit as typed; "" is defaultListLimit.
 	Limit string
 	// Names spells each field as the door shows it ("--phase").
 	Names map[string]string
@@ -34,8 +34,8 @@ type ListParams struct {
 
 // The bounds of a list, so one call cannot pull a whole fleet's history.
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
+	defaultListLimit = 100
+	maxListLimit     = 1000
 )
 
 // List reads operations, newest first, filtered by phase and bounded. A
@@ -48,15 +48,15 @@ func (s *Service) List(ctx context.Context, p ListParams) ([]*pollwarden.Operati
 		}
 		return f
 	}
-	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: DefaultListLimit}
+	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit}
 	probs := &Problems{Kind: Invalid}
 	if lp.Phase != "" && !lp.Phase.Known() {
 		probs.add("phase", "%s %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", name("phase"), clip(p.Phase))
 	}
 	if p.Limit != "" {
 		n, err := strconv.Atoi(p.Limit)
-		if err != nil || n < 1 || n > MaxListLimit {
-			probs.add("limit", "%s %s: want 1 to %d", name("limit"), clip(p.Limit), MaxListLimit)
+		if err != nil || n < 1 || n > maxListLimit {
+			probs.add("limit", "%s %s: want 1 to %d", name("limit"), clip(p.Limit), maxListLimit)
 		}
 		lp.Limit = n
 	}
