@@ -88,7 +88,8 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	defer st.Close()
 	o.Controller = env.newController(st)
-	op, _, err := operations.New(o).Create(ctx, p)
+	ops := operations.New(o)
+	op, _, err := ops.Create(ctx, p)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", id)
@@ -105,7 +106,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Re-running submit with the operation id resumes it without a
 	// second submission; once the job id is known, wait does as well.
-	return env.waitAndReport(ctx, o.Controller, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // readBody reads the submission body from a file or stdin, bounded, and

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/operations"
@@ -95,11 +94,12 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	}
 	defer st.Close()
 	o.Controller = env.newController(st)
-	op, _, err := operations.New(o).Create(ctx, p)
+	ops := operations.New(o)
+	op, _, err := ops.Create(ctx, p)
 	if err != nil {
 		return env.createError(ctx, st, err, f.contract, f.store)
 	}
-	return env.waitAndReport(ctx, o.Controller, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // flagNames spells the use cases' fields as the commands' flags.
@@ -139,12 +139,12 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 // waitAndReport waits for operation id until an outcome or an escalation
 // and reports it with wait's output and exit codes; submit ends the same
 // way.
-func (env Env) waitAndReport(ctx context.Context, ctl *controller.Controller, ex *contract.Extractor, id, resume string, asJSON, quiet bool) error {
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
 	if !quiet && isTerminal(env.Stderr) {
 		live = &liveLine{w: env.Stderr}
 	}
-	final, err := ctl.Wait(ctx, ex, id, live.update)
+	final, err := ops.Follow(ctx, caller, id, live.update)
 	live.clear()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/controller"
 )
 
 // Get reads operation id for c; one c may not see is not found.
@@ -101,4 +102,20 @@ func (s *Service) Wait(ctx context.Context, p WaitParams) (*pollwarden.Operation
 		return nil, notFound(p.ID)
 	}
 	return op, nil
+}
+
+// Follow steps operation id in this process until it is final (an
+// outcome or an escalation), telling progress about once a second: the
+// foreground wait of `pollwarden wait` and `submit`. It returns ctx's
+// error, with the last record, when ctx ends first.
+func (s *Service) Follow(ctx context.Context, c Caller, id string, progress controller.Progress) (*pollwarden.Operation, error) {
+	op, err := s.visible(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := s.contractOf(op)
+	if err != nil {
+		return nil, err
+	}
+	return s.ctl.Wait(ctx, ex, id, progress)
 }
