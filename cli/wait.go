@@ -71,8 +71,8 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if err != nil {
 		return err
 	}
-	p := operations.CreateParams{Caller: env.localCaller(), OperationID: f.opID, Contract: ex.Contract().Name,
-		JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline, Names: flagNames}
+	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, CreateRequest: operations.CreateRequest{
+		OperationID: f.opID, Contract: ex.Contract().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -115,7 +116,7 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 	var problems []string
 	d, err := time.ParseDuration(extraTime)
 	if err != nil || d < 0 {
-		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", quote(extraTime)))
+		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", display.Clip(extraTime)))
 	}
 	if extraRequests < 0 {
 		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", extraRequests))
@@ -139,13 +140,4 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 func (p ExtensionRequest) check() error {
 	_, err := ParseExtension(p.ExtraTime.String(), p.ExtraStatusRequests, p.Justification)
 	return err
-}
-
-// quote shortens and quotes a caller's value for a message.
-func quote(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -3,7 +3,6 @@ package doortest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -167,27 +166,7 @@ func get(t *testing.T, r *rig, path, token string) answer {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	a := answer{text: string(b)}
-	switch {
-	case res.StatusCode/100 == 2:
-		a.class = accepted
-		var out struct {
-			ID string `json:"operation_id"`
-		}
-		_ = json.Unmarshal(b, &out)
-		a.id = out.ID
-	case res.StatusCode == http.StatusBadRequest, res.StatusCode == http.StatusUnprocessableEntity:
-		a.class = invalid
-	case res.StatusCode == http.StatusConflict:
-		a.class = conflict
-	case res.StatusCode == http.StatusForbidden:
-		a.class = forbidden
-	case res.StatusCode == http.StatusNotFound:
-		a.class = notFound
-	default:
-		a.class = broken
-	}
-	return a
+	return classify(res.StatusCode, b)
 }
 
 // mcpUseCase drives them through the tools: get_job, list_jobs,

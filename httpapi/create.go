@@ -8,21 +8,6 @@ import (
 	"github.com/pollwarden/pollwarden/operations"
 )
 
-// createRequest is the body of POST /v1/operations (SPEC).
-type createRequest struct {
-	OperationID          string            `json:"operation_id,omitempty"`
-	Contract             string            `json:"contract"`
-	JobID                string            `json:"job_id,omitempty"`
-	StatusURL            string            `json:"status_url,omitempty"`
-	Vars                 map[string]string `json:"vars,omitempty"`
-	Deadline             string            `json:"deadline,omitempty"`
-	MaxStatusRequests    *int              `json:"max_status_requests,omitempty"`
-	MaxTransportFailures *int              `json:"max_transport_failures,omitempty"`
-	// Submit, instead of job_id and status_url, asks pollwarden to submit
-	// the job itself under the contract's submit block.
-	Submit *operations.SubmitParams `json:"submit,omitempty"`
-}
-
 // create hands a job over (POST /v1/operations). The operation id is the
 // idempotency key over the whole body: the same id with the same body
 // answers 200 with the stored record, with another body 409; a new id
@@ -30,15 +15,11 @@ type createRequest struct {
 // job, the credential's name and the caller's token, so that a retry
 // without one resumes too.
 func (a *api) create(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
-	var req createRequest
+	var req operations.CreateRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	op, created, err := a.ops.Create(r.Context(), operations.CreateParams{
-		Caller: callerOf(r), OperationID: req.OperationID, Contract: req.Contract, JobID: req.JobID, StatusURL: req.StatusURL,
-		Vars: req.Vars, Deadline: req.Deadline, MaxStatusRequests: req.MaxStatusRequests, MaxTransportFailures: req.MaxTransportFailures,
-		Submit: req.Submit, SameRequest: true,
-	})
+	op, created, err := a.ops.Create(r.Context(), operations.CreateParams{Caller: callerOf(r), CreateRequest: req, SameRequest: true})
 	if err != nil {
 		return problem(err)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/operations"
 )
 
@@ -28,7 +28,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) er
 	if s := r.URL.Query().Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return unprocessable("wait %s: want a duration such as 30s (at most 60s)", clip(s))
+			return unprocessable("wait %s: want a duration such as 30s (at most 60s)", display.Clip(s))
 		}
 		p.For = min(d, maxWait)
 	}
@@ -111,13 +111,4 @@ func wantsJSON(r *http.Request) bool {
 		return true
 	}
 	return false
-}
-
-// clip quotes a caller's value for a message, shortened.
-func clip(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -119,11 +119,3 @@ func (s *server) names() string {
 func internal(err error) error {
 	return fmt.Errorf("internal error in pollwarden (%v); try again, and tell the user if it persists", err)
 }
-
-func clip(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/mcptask"
 	"github.com/pollwarden/pollwarden/operations"
 )
@@ -23,7 +24,7 @@ func (s *server) task(ctx context.Context, id string) (*pollwarden.Operation, er
 	}
 	op, err := s.visible(ctx, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
-		return nil, rpcError(mcptask.CodeInvalidParams, "Failed to retrieve task: no task %s (task ids are operation ids; list_jobs lists them)", clip(id))
+		return nil, rpcError(mcptask.CodeInvalidParams, "Failed to retrieve task: no task %s (task ids are operation ids; list_jobs lists them)", display.Clip(id))
 	}
 	if err != nil {
 		return nil, internal(err)

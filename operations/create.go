@@ -14,6 +14,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/contract/builtin"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -22,22 +23,7 @@ import (
 // submit_job, POST /v1/operations with "submit"), as the door received it.
 type CreateParams struct {
 	Caller Caller
-	// OperationID is the caller's id; "" derives one from the contract,
-	// the job (or the submission's body) and the credential's name, so the
-	// same request sent again resumes instead of starting another
-	// operation on the same job.
-	OperationID string
-	Contract    string
-	// Exactly one of JobID and StatusURL, unless Submit is set.
-	JobID, StatusURL string
-	Vars             map[string]string
-	// Deadline as typed: a duration from now ("40m") or an RFC 3339 time.
-	Deadline string
-	// Limits as given; nil takes the contract's.
-	MaxStatusRequests, MaxTransportFailures *int
-	// Submit, when set, asks pollwarden to submit the job itself under
-	// the contract's submit block.
-	Submit *SubmitParams
+	CreateRequest
 	// SameRequest makes the operation id an idempotency key over the whole
 	// request (the API's rule): an id taken with the same request answers
 	// the stored record, with another one a conflict. Without it, a taken
@@ -46,6 +32,30 @@ type CreateParams struct {
 	// Names spells each field as the door shows it ("--deadline" for
 	// "deadline"); a field it lacks keeps the API's name.
 	Names map[string]string
+}
+
+// CreateRequest is what a create asks for, in the shape of the API's JSON
+// body (POST /v1/operations), whose digest without the operation id is the
+// API's idempotency key (Digest).
+type CreateRequest struct {
+	// OperationID is the caller's id; "" derives one from the contract,
+	// the job (or the submission's body) and the credential's name, so the
+	// same request sent again resumes instead of starting another
+	// operation on the same job.
+	OperationID string `json:"operation_id,omitempty"`
+	Contract    string `json:"contract"`
+	// Exactly one of JobID and StatusURL, unless Submit is set.
+	JobID     string            `json:"job_id,omitempty"`
+	StatusURL string            `json:"status_url,omitempty"`
+	Vars      map[string]string `json:"vars,omitempty"`
+	// Deadline as typed: a duration from now ("40m") or an RFC 3339 time.
+	Deadline string `json:"deadline,omitempty"`
+	// Limits as given; nil takes the contract's.
+	MaxStatusRequests    *int `json:"max_status_requests,omitempty"`
+	MaxTransportFailures *int `json:"max_transport_failures,omitempty"`
+	// Submit, when set, asks pollwarden to submit the job itself under
+	// the contract's submit block, instead of JobID and StatusURL.
+	Submit *SubmitParams `json:"submit,omitempty"`
 }
 
 // SubmitParams is the submission's JSON body, as received.
@@ -73,7 +83,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	if err != nil {
 		return nil, false, err
 	}
-	digest := p.Digest()
+	digest := p.CreateRequest.Digest()
 	np.RequestDigest = digest
 	asked, _, _ := policy.NewOperation(ex.Contract(), np, s.o.Clock.Now())
 	existing, err := s.store.OperationGet(ctx, np.ID)
@@ -165,7 +175,7 @@ func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarde
 // errTaken refuses an operation id that belongs to an operation the
 // caller may not see, saying nothing of that operation.
 func errTaken(id string) *Problems {
-	return refuse(Conflict, "operation_id", "operation_id %s is already in use; choose another, or omit operation_id to get one derived from the contract and job", clip(id))
+	return refuse(Conflict, "operation_id", "operation_id %s is already in use; choose another, or omit operation_id to get one derived from the contract and job", display.Clip(id))
 }
 
 // createParams checks everything the request says, against its contract,
@@ -188,7 +198,7 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	}
 	ex, ok := s.o.Contracts.Get(p.Contract)
 	if !ok {
-		probs.add("contract", "unknown contract %s (loaded: %s; built-in: %s)", clip(p.Contract), names, strings.Join(builtin.Names(), ", "))
+		probs.add("contract", "unknown contract %s (loaded: %s; built-in: %s)", display.Clip(p.Contract), names, strings.Join(builtin.Names(), ", "))
 		return nil, policy.NewParams{}, nil, probs
 	}
 	ct := ex.Contract()
@@ -331,28 +341,13 @@ func (p CreateParams) submitProblems(ct *pollwarden.Contract, varsOK bool, vars 
 	return []byte(p.Submit.Body)
 }
 
-// digestShape is the request apart from its operation id, in the shape
-// the API has always digested, so records made before this package
-// existed keep matching.
-type digestShape struct {
-	OperationID          string            `json:"operation_id,omitempty"`
-	Contract             string            `json:"contract"`
-	JobID                string            `json:"job_id,omitempty"`
-	StatusURL            string            `json:"status_url,omitempty"`
-	Vars                 map[string]string `json:"vars,omitempty"`
-	Deadline             string            `json:"deadline,omitempty"`
-	MaxStatusRequests    *int              `json:"max_status_requests,omitempty"`
-	MaxTransportFailures *int              `json:"max_transport_failures,omitempty"`
-	Submit               *SubmitParams     `json:"submit,omitempty"`
-}
-
 // Digest identifies the request apart from its operation id: every field
 // as sent, so "the same request" means the same contract, job, deadline
 // and limits. A relative deadline ("30m") is digested as written, so a
 // retry of the very same request matches.
-func (p CreateParams) Digest() string {
-	b, _ := json.Marshal(digestShape{Contract: p.Contract, JobID: p.JobID, StatusURL: p.StatusURL, Vars: p.Vars,
-		Deadline: p.Deadline, MaxStatusRequests: p.MaxStatusRequests, MaxTransportFailures: p.MaxTransportFailures, Submit: p.Submit})
+func (r CreateRequest) Digest() string {
+	r.OperationID = ""
+	b, _ := json.Marshal(r)
 	sum := sha256.Sum256(append([]byte("create/v1\n"), b...))
 	return hex.EncodeToString(sum[:16])
 }

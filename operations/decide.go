@@ -8,6 +8,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -144,5 +145,5 @@ func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) er
 	if slices.Contains(ids, option) {
 		return nil
 	}
-	return refuse(Conflict, "option", "option %s is not offered for operation %s; choose one of %s", clip(option), op.ID, strings.Join(ids, ", "))
+	return refuse(Conflict, "option", "option %s is not offered for operation %s; choose one of %s", display.Clip(option), op.ID, strings.Join(ids, ", "))
 }

@@ -70,7 +70,7 @@ func intp(n int) *int { return &n }
 func TestCreateReportsEveryProblemAtOnce(t *testing.T) {
 	w := newWorld(t)
 	_, _, err := w.ops.Create(context.Background(), operations.CreateParams{Caller: token("agent", pollwarden.RoleAgent, ""),
-		OperationID: "op 1", Contract: "export", JobID: "run", Deadline: "tomorrow", MaxStatusRequests: intp(9)})
+		CreateRequest: operations.CreateRequest{OperationID: "op 1", Contract: "export", JobID: "run", Deadline: "tomorrow", MaxStatusRequests: intp(9)}})
 	p, ok := operations.AsProblems(err)
 	if !ok || p.Kind != operations.Invalid || len(p.List) != 3 {
 		t.Fatalf("got %v, want three invalid problems", err)
@@ -95,7 +95,8 @@ func TestCreateReportsEveryProblemAtOnce(t *testing.T) {
 func TestOnlyAnApproverRaisesAndNeverThroughATool(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	p := operations.CreateParams{Caller: token("alice", pollwarden.RoleApprover, ""), Contract: "export", JobID: "run", MaxStatusRequests: intp(9)}
+	p := operations.CreateParams{Caller: token("alice", pollwarden.RoleApprover, ""),
+		CreateRequest: operations.CreateRequest{Contract: "export", JobID: "run", MaxStatusRequests: intp(9)}}
 	op, created, err := w.ops.Create(ctx, p)
 	if err != nil || !created || op.MaxStatusRequests != 9 {
 		t.Fatalf("approver: %v %v %v", op, created, err)
@@ -118,14 +119,14 @@ func TestCheckNeedsNoStore(t *testing.T) {
 	ex, _ := w.set.Get("export")
 	o := operations.Options{Contracts: operations.Only(ex)}
 	local := operations.Caller{Local: true, Owner: "cli:alice"}
-	if _, err := operations.Check(o, operations.CreateParams{Caller: local, Contract: "export", JobID: "run", Deadline: "-5m"}); operations.KindOf(err) != operations.Invalid {
+	if _, err := operations.Check(o, operations.CreateParams{Caller: local, CreateRequest: operations.CreateRequest{Contract: "export", JobID: "run", Deadline: "-5m"}}); operations.KindOf(err) != operations.Invalid {
 		t.Errorf("bad deadline: %v", err)
 	}
-	id, err := operations.Check(o, operations.CreateParams{Caller: local, Contract: "export", JobID: "run"})
+	id, err := operations.Check(o, operations.CreateParams{Caller: local, CreateRequest: operations.CreateRequest{Contract: "export", JobID: "run"}})
 	if err != nil || !strings.HasPrefix(id, "export-") {
 		t.Fatalf("Check: %q %v", id, err)
 	}
-	op, _, err := w.ops.Create(context.Background(), operations.CreateParams{Caller: local, Contract: "export", JobID: "run"})
+	op, _, err := w.ops.Create(context.Background(), operations.CreateParams{Caller: local, CreateRequest: operations.CreateRequest{Contract: "export", JobID: "run"}})
 	if err != nil || op.ID != id {
 		t.Errorf("Create made %v (%v), Check said %q", op, err, id)
 	}
@@ -139,7 +140,7 @@ func TestAbandonIsTheOwnersOrAnApprovers(t *testing.T) {
 	ctx := context.Background()
 	owner := token("build-agent", pollwarden.RoleAgent, "")
 	for _, job := range []string{"run", "run2"} {
-		if _, _, err := w.ops.Create(ctx, operations.CreateParams{Caller: owner, OperationID: "op-" + job, Contract: "export", JobID: job}); err != nil {
+		if _, _, err := w.ops.Create(ctx, operations.CreateParams{Caller: owner, CreateRequest: operations.CreateRequest{OperationID: "op-" + job, Contract: "export", JobID: job}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // Kind is what sort of refusal Problems are, so each door can choose its
@@ -101,7 +102,7 @@ func KindOf(err error) Kind {
 // caller may not see: the same words either way, so another agent's
 // operation is not even confirmed to exist.
 func notFound(id string) *Problems {
-	return refuse(NotFound, "operation_id", "no operation %s", clip(id))
+	return refuse(NotFound, "operation_id", "no operation %s", display.Clip(id))
 }
 
 // writeProblem maps an error of a controller write to Problems: a
@@ -131,14 +132,4 @@ func trimSentinel(err error) string {
 		msg = strings.TrimPrefix(msg, s.Error()+": ")
 	}
 	return msg
-}
-
-// clip quotes a caller's value for a message, shortened so that a long
-// one does not drown the problem.
-func clip(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

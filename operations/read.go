@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // Get reads operation id for c; one c may not see is not found.
@@ -52,12 +53,12 @@ func (s *Service) List(ctx context.Context, p ListParams) ([]*pollwarden.Operati
 	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit}
 	probs := &Problems{Kind: Invalid}
 	if lp.Phase != "" && !lp.Phase.Known() {
-		probs.add("phase", "%s %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", name("phase"), clip(p.Phase))
+		probs.add("phase", "%s %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", name("phase"), display.Clip(p.Phase))
 	}
 	if p.Limit != "" {
 		n, err := strconv.Atoi(p.Limit)
 		if err != nil || n < 1 || n > maxListLimit {
-			probs.add("limit", "%s %s: want 1 to %d", name("limit"), clip(p.Limit), maxListLimit)
+			probs.add("limit", "%s %s: want 1 to %d", name("limit"), display.Clip(p.Limit), maxListLimit)
 		}
 		lp.Limit = n
 	}
