@@ -57,6 +57,13 @@ type Dialect interface {
 	Syntax() Syntax
 }
 
+// LockedReader is a Dialect that reads a locked row and then the lease
+// clock in one round trip (see Store.readLocked); the clock is still read
+// after the row lock is granted.
+type LockedReader interface {
+	ReadLocked(ctx context.Context, tx Querier, query string, args []any, dest []any, caller time.Time) (time.Time, error)
+}
+
 // Syntax is where the dialects' SQL differs.
 type Syntax struct {
 	// Name prefixes every error of the store ("sqlite", "postgres").
@@ -75,6 +82,10 @@ type Syntax struct {
 	// table, locked before an append and moved after it (several writers
 	// at once); otherwise it is read from events, under the write lock.
 	HeadRow bool
+	// GroupWrites: the store commits the claims and saves of one process
+	// that arrive together in one transaction (see grouper); set where the
+	// driver does not group writes itself.
+	GroupWrites bool
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string

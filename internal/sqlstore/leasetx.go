@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -90,13 +91,16 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	}
 	var read *pollwarden.Operation
 	var cl Claim
-	err = s.d.Write(ctx, func(tx Querier) error {
+	err = s.writeGrouped(ctx, p.OperationID, func(tx Querier) error {
 		var sl storedLease
 		var cs Chain
 		var rec string
 		var version int64
 		dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...)
 		now, err := s.readLocked(ctx, tx, s.q.claim, p.OperationID, p.Now, dest...)
+		if errors.Is(err, pollwarden.ErrNotFound) {
+			err = s.lockedByAnother(ctx, tx, p.OperationID)
+		}
 		if err != nil {
 			return err
 		}
@@ -140,4 +144,23 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	}
 	publishEvents(cl.Events, cl.Prepared)
 	return cl.Op, cl.Lease, nil
+}
+
+// lockedByAnother explains a claim's read that found no row: with
+// SkipLocked, a row another transaction holds is passed over, so the
+// operation exists but is being written (ErrLeaseHeld: look again later);
+// otherwise, or when it is indeed missing, ErrNotFound.
+func (s *Store) lockedByAnother(ctx context.Context, tx Querier, id string) error {
+	if s.x.SkipLocked == "" {
+		return pollwarden.ErrNotFound
+	}
+	var one int
+	err := unwrap(tx).QueryRow(ctx, "SELECT 1 FROM operations WHERE id = ?", id).Scan(&one)
+	switch {
+	case errors.Is(err, ErrNoRows):
+		return pollwarden.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: another writer is changing the operation", pollwarden.ErrLeaseHeld)
 }

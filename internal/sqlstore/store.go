@@ -23,6 +23,8 @@ type Store struct {
 	name   string
 	sealer audit.Sealer
 	q      queries
+	// g groups claims and saves (Syntax.GroupWrites); nil otherwise.
+	g *grouper
 	// mode caches the store's sealing key id ("" = plain) once read; it
 	// never changes after the first append writes it.
 	modeMu    sync.Mutex
@@ -33,7 +35,11 @@ type Store struct {
 // New is the store over d, sealing event payloads with sealer when set.
 func New(d Dialect, sealer audit.Sealer) *Store {
 	x := d.Syntax()
-	return &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
+	s := &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
+	if x.GroupWrites {
+		s.g = newGrouper()
+	}
+	return s
 }
 
 // recordCols are the operations columns written from an Operation, in the
@@ -92,7 +98,15 @@ func buildQueries(x Syntax) queries {
 	}
 	q.save = "SELECT version, " + leaseCols + " FROM operations WHERE id = ?" + x.ForUpdate
 	q.saveChain = "SELECT version, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
-	q.claim = "SELECT version, record, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
+	// A claim passes a row another writer has locked (SkipLocked, where
+	// rows are locked one at a time): whoever holds it is working on the
+	// operation, so the claim is refused as if the lease were held instead
+	// of queueing behind it (see lockedByAnother).
+	lock := x.ForUpdate
+	if x.SkipLocked != "" {
+		lock = x.SkipLocked
+	}
+	q.claim = "SELECT version, record, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + lock
 	return q
 }
 
@@ -155,6 +169,13 @@ func scanOpRow(ctx context.Context, tx Querier, query, id string, dest ...any) e
 // then the lease clock's time: every lease decision of the write is made
 // at that instant.
 func (s *Store) readLocked(ctx context.Context, tx Querier, query, id string, caller time.Time, dest ...any) (time.Time, error) {
+	if lr, ok := s.d.(LockedReader); ok {
+		now, err := lr.ReadLocked(ctx, unwrap(tx), query, []any{id}, dest, caller)
+		if errors.Is(err, ErrNoRows) {
+			err = pollwarden.ErrNotFound
+		}
+		return now, err
+	}
 	if err := scanOpRow(ctx, tx, query, id, dest...); err != nil {
 		return time.Time{}, err
 	}
@@ -246,7 +267,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if p.Release && p.Lease != nil {
 		update = s.q.updateRelease
 	}
-	err = s.d.Write(ctx, func(tx Querier) error {
+	err = s.writeGrouped(ctx, op.ID, func(tx Querier) error {
 		var version int64
 		var ls storedLease
 		var cs Chain
