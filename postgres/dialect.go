@@ -42,29 +42,38 @@ func (d dialect) Reader() sqlstore.Querier { return querier{d.s.binds, d.s.pool}
 
 func (dialect) Syntax() sqlstore.Syntax { return sqlstore.PostgreSQL() }
 
-// ReadLocked sends the locking read and the clock's read in one round
-// trip: the clock statement runs after the first has its row lock, so the
-// lease decisions are still made at an instant after the lock was granted
-// (see LeaseNow), one round trip sooner.
-func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, query string, args, dest []any, caller time.Time) (time.Time, error) {
+// ReadLocked sends every locking read, each followed by a read of the
+// clock, in one round trip: a clock statement runs after the read before
+// it has its row lock, so each lease decision is still made at an instant
+// after its lock was granted (see LeaseNow), without a round trip of its
+// own.
+func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sqlstore.LockedRead) error {
 	q := tx.(querier)
-	if d.s.callerClock && !caller.IsZero() {
-		return caller, q.QueryRow(ctx, query, args...).Scan(dest...)
-	}
 	var b pgx.Batch
-	b.Queue(q.b.of(query), args...)
-	b.Queue("SELECT clock_timestamp()")
-	br := q.c.SendBatch(ctx, &b)
-	err := br.QueryRow().Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = sqlstore.ErrNoRows
+	for _, r := range reads {
+		b.Queue(q.b.of(r.SQL), r.Args...)
+		b.Queue("SELECT clock_timestamp()")
 	}
-	var now time.Time
-	if cerr := br.QueryRow().Scan(&now); err == nil && cerr != nil {
-		err = fmt.Errorf("read the database clock: %w", cerr)
+	br := q.c.SendBatch(ctx, &b)
+	var err error
+	for i := range reads {
+		r := &reads[i]
+		serr := br.QueryRow().Scan(r.Dest...)
+		r.Found = serr == nil
+		if serr != nil && !errors.Is(serr, pgx.ErrNoRows) && err == nil {
+			err = serr
+		}
+		var now time.Time
+		if cerr := br.QueryRow().Scan(&now); cerr != nil && err == nil {
+			err = fmt.Errorf("read the database clock: %w", cerr)
+		}
+		r.Now = now
+		if d.s.callerClock && !r.Caller.IsZero() {
+			r.Now = r.Caller
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return now, err
+	return err
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/postgres"
 )
@@ -93,5 +95,56 @@ func TestGroupedSavesKeepEachWritesOwnResult(t *testing.T) {
 		if round == 20 {
 			t.Fatal("no two saves were ever committed together: the grouped path was not exercised")
 		}
+	}
+}
+
+// TestClaimPassesARowAnotherWriterHolds: a claim does not queue behind a
+// transaction that holds the operation's row (another replica mid-write):
+// it is refused at once as held, takes nothing, and succeeds once the row
+// is free; a claim of an operation that does not exist is still not found.
+func TestClaimPassesARowAnotherWriterHolds(t *testing.T) {
+	ctx := t.Context()
+	schema := freshSchema(t)
+	s := openIn(t, schema, postgres.Options{})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	op := newOp("held", now)
+	if err := s.OperationCreate(ctx, op, nil); err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(o *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		o.StatusRequestsUsed++
+		return o, []pollwarden.Event{{At: now, Kind: pollwarden.EventRequestSent}}
+	}
+	claim := func(id string) (*pollwarden.Lease, error) {
+		_, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: "a", Now: now, TTL: time.Minute, Reserve: reserve})
+		return l, err
+	}
+	conn, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+schema+".operations WHERE id = 'held' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := claim("held"); !errors.Is(err, pollwarden.ErrLeaseHeld) || l != nil {
+		t.Fatalf("claim of a row another transaction holds: lease %v, %v; want ErrLeaseHeld", l, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.OperationGet(ctx, "held")
+	if err != nil || got.Version != 1 || got.StatusRequestsUsed != 0 {
+		t.Fatalf("the refused claim wrote: %+v, %v", got, err)
+	}
+	if l, err := claim("held"); err != nil || l == nil || l.Epoch != 1 {
+		t.Fatalf("claim once the row is free: %v, %v", l, err)
+	}
+	if _, err := claim("missing"); !errors.Is(err, pollwarden.ErrNotFound) {
+		t.Fatalf("claim of a missing operation: %v, want ErrNotFound", err)
 	}
 }

@@ -57,11 +57,24 @@ type Dialect interface {
 	Syntax() Syntax
 }
 
-// LockedReader is a Dialect that reads a locked row and then the lease
-// clock in one round trip (see Store.readLocked); the clock is still read
-// after the row lock is granted.
+// LockedReader is a Dialect that runs many locking reads, each followed
+// by a read of the lease clock, in one round trip: a clock read still
+// follows its row's lock, so a lease decision is made at an instant after
+// the lock was granted, as with LeaseNow.
 type LockedReader interface {
-	ReadLocked(ctx context.Context, tx Querier, query string, args []any, dest []any, caller time.Time) (time.Time, error)
+	ReadLocked(ctx context.Context, tx Querier, reads []LockedRead) error
+}
+
+// LockedRead is one row read under its lock: Dest receives the row, Found
+// says whether there was one, Now is the lease clock after the lock (see
+// Dialect.LeaseNow for Caller).
+type LockedRead struct {
+	SQL    string
+	Args   []any
+	Dest   []any
+	Caller time.Time
+	Found  bool
+	Now    time.Time
 }
 
 // Syntax is where the dialects' SQL differs.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 )
@@ -15,26 +16,38 @@ import (
 // group holds its row locks, and the chain head, for a bounded time.
 const maxGroup = 64
 
-// A grouped write is one operation's claim or save: fn locks and reads the
-// operation's row, checks, and only then changes it, so a fn that fails a
-// check has changed nothing and its group can still commit the others'
-// writes. Its events are not appended by fn but queued (see queueAppend)
-// and appended for the whole group at the end, under one lock of the
-// chain's head.
+// rowWrite is one operation's claim or save in three steps: read the
+// operation's row under its lock (query into dest), decide from what was
+// read, and run the one statement decide returns, then append its events
+// after chain. decide changes nothing itself (it may read), so a write
+// refused by its checks leaves its group free to commit the others'.
+type rowWrite struct {
+	opID   string
+	query  string
+	dest   []any
+	caller time.Time // the caller's Now, for Dialect.LeaseNow
+	chain  *Chain    // filled by the read (some of dest point into it)
+	// decide runs once the row was read (found false when there was
+	// none) with the lease clock's now; it returns the write's statement
+	// and events, or nil to write nothing.
+	decide func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error)
+}
+
+// groupedWrite is a rowWrite waiting for its group.
 type groupedWrite struct {
 	ctx  context.Context
-	opID string
-	fn   func(Querier) error
+	w    rowWrite
 	done chan error // buffered: the committer never waits for the caller
 }
 
-// grouper commits the grouped writes of one Store that arrive while
+// grouper commits the claims and saves of one Store that arrive while
 // another group is committing in one transaction (group commit): one
-// commit, one lock of the chain head and one batch of event inserts for
-// many steps, instead of one each. It serves the stores whose dialect
-// locks rows one at a time (Syntax.GroupWrites), where the chain head is a
-// lock every writer of every process queues on, so the time it is held is
-// the fleet's bound; SQLite groups its writes in its driver.
+// round trip reads every row, one runs every write, one commit and one
+// lock of the chain head serve many steps instead of one each. It serves
+// the stores whose dialect locks rows one at a time (Syntax.GroupWrites),
+// where the chain head is a lock every writer of every process queues on,
+// so the time it is held bounds the fleet; SQLite groups its writes in
+// its driver.
 type grouper struct {
 	// groups and grouped count the groups committed with more than one
 	// write and the writes in them (see Store.WriteGroups).
@@ -47,34 +60,18 @@ type grouper struct {
 
 func newGrouper() *grouper { return &grouper{slot: make(chan struct{}, 1)} }
 
-// groupTx is the Querier a grouped write's fn sees: the group's
-// transaction, and the event appends queued by the group's writes so far.
-type groupTx struct {
-	Querier
-	appends *[]queuedAppend
-}
-
-// queuedAppend is one write's events, to be numbered after its
-// operation's last event (Seq, read under the row lock) and chained when
-// the group appends.
-type queuedAppend struct {
-	opID string
-	seq  int64
-	evs  []pollwarden.Event
-}
-
-// writeGrouped runs fn as a grouped write of operation opID (see
-// groupedWrite) and returns once the transaction holding it committed (or
-// with fn's own error). A caller that arrives while a group runs waits for
+// writeGrouped runs rw in a write transaction and returns once the
+// transaction holding it committed (or with its own refusal). Where the
+// store groups writes, a caller that arrives while a group runs waits for
 // it; the first waiter then runs every write that queued meanwhile.
-func (s *Store) writeGrouped(ctx context.Context, opID string, fn func(Querier) error) error {
+func (s *Store) writeGrouped(ctx context.Context, rw rowWrite) error {
 	if s.g == nil {
-		return s.d.Write(ctx, fn)
+		return s.d.Write(ctx, func(tx Querier) error { return s.runAlone(ctx, tx, rw) })
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w := &groupedWrite{ctx: ctx, opID: opID, fn: fn, done: make(chan error, 1)}
+	w := &groupedWrite{ctx: ctx, w: rw, done: make(chan error, 1)}
 	g := s.g
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
@@ -100,22 +97,22 @@ func (s *Store) writeGrouped(ctx context.Context, opID string, fn func(Querier) 
 
 // takeGroup removes from *pending the writes of the next group: at most
 // maxGroup, and one write per operation (a second write of the same
-// operation waits for the next group, so each sees the other's commit).
+// operation waits for the next group, so it reads the first's commit).
 // The group is sorted by operation id: every group locks rows in the same
 // order, so groups of different processes never deadlock.
 func takeGroup(pending *[]*groupedWrite) []*groupedWrite {
 	var batch, rest []*groupedWrite
 	seen := map[string]bool{}
 	for _, w := range *pending {
-		if len(batch) == maxGroup || seen[w.opID] {
+		if len(batch) == maxGroup || seen[w.w.opID] {
 			rest = append(rest, w)
 			continue
 		}
-		seen[w.opID] = true
+		seen[w.w.opID] = true
 		batch = append(batch, w)
 	}
 	*pending = append((*pending)[:0], rest...)
-	slices.SortStableFunc(batch, func(a, b *groupedWrite) int { return cmp.Compare(a.opID, b.opID) })
+	slices.SortStableFunc(batch, func(a, b *groupedWrite) int { return cmp.Compare(a.w.opID, b.w.opID) })
 	return batch
 }
 
@@ -127,23 +124,11 @@ func takeGroup(pending *[]*groupedWrite) []*groupedWrite {
 // others' writes.
 func (s *Store) commitGroup(batch []*groupedWrite) {
 	if len(batch) > 1 {
-		errs := make([]error, len(batch))
+		var errs []error
 		err := s.d.Write(context.Background(), func(tx Querier) error {
-			var appends []queuedAppend
-			gtx := groupTx{tx, &appends}
-			for i, w := range batch {
-				if errs[i] = w.ctx.Err(); errs[i] != nil {
-					continue
-				}
-				mark := len(appends)
-				if errs[i] = w.fn(gtx); errs[i] != nil {
-					appends = appends[:mark]
-					if !isCheck(errs[i]) {
-						return errs[i] // the transaction may be broken: run each alone
-					}
-				}
-			}
-			return s.appendQueued(context.Background(), tx, appends)
+			var err error
+			errs, err = s.runGroup(tx, batch)
+			return err
 		})
 		if err == nil {
 			s.g.groups.Add(1)
@@ -155,13 +140,100 @@ func (s *Store) commitGroup(batch []*groupedWrite) {
 		}
 	}
 	for _, w := range batch {
-		w.done <- s.d.Write(w.ctx, func(tx Querier) error { return s.runAlone(w.ctx, tx, w.fn) })
+		w.done <- s.d.Write(w.ctx, func(tx Querier) error { return s.runAlone(w.ctx, tx, w.w) })
 	}
 }
 
-// isCheck reports whether a grouped write's error is one of the store's
-// refusals, decided in Go before the write changed anything (so its group
-// may still commit), rather than a failed statement.
+// runGroup runs batch's writes in tx: every row read (and the lease
+// clock) in one round trip where the dialect can (LockedReader), each
+// write decided in turn, their statements in one batch, and their events
+// appended together. It returns each write's own refusal, or an error for
+// the group when the transaction may be broken.
+func (s *Store) runGroup(tx Querier, batch []*groupedWrite) ([]error, error) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	reads := make([]LockedRead, 0, len(batch))
+	live := make([]int, 0, len(batch))
+	for i, w := range batch {
+		if errs[i] = w.ctx.Err(); errs[i] == nil {
+			reads = append(reads, w.w.read())
+			live = append(live, i)
+		}
+	}
+	if err := s.readMany(ctx, tx, reads); err != nil {
+		return nil, err
+	}
+	var stmts []Stmt
+	var appends []queuedAppend
+	for k, i := range live {
+		w := batch[i].w
+		st, evs, err := w.decide(ctx, tx, reads[k].Found, reads[k].Now)
+		if err != nil {
+			if !isCheck(err) {
+				return nil, err
+			}
+			errs[i] = err
+			continue
+		}
+		if st == nil {
+			continue
+		}
+		stmts = append(stmts, *st)
+		if len(evs) > 0 {
+			appends = append(appends, queuedAppend{opID: w.opID, seq: w.chain.Seq, evs: evs})
+		}
+	}
+	if len(stmts) > 0 {
+		if err := tx.Batch(ctx, stmts); err != nil {
+			return nil, err
+		}
+	}
+	return errs, s.appendQueued(ctx, tx, appends)
+}
+
+// runAlone runs rw alone in tx.
+func (s *Store) runAlone(ctx context.Context, tx Querier, rw rowWrite) error {
+	reads := []LockedRead{rw.read()}
+	if err := s.readMany(ctx, tx, reads); err != nil {
+		return err
+	}
+	st, evs, err := rw.decide(ctx, tx, reads[0].Found, reads[0].Now)
+	if err != nil || st == nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
+		return err
+	}
+	return s.appendEvents(ctx, tx, rw.opID, *rw.chain, evs)
+}
+
+func (rw rowWrite) read() LockedRead {
+	return LockedRead{SQL: rw.query, Args: []any{rw.opID}, Dest: rw.dest, Caller: rw.caller}
+}
+
+// readMany reads every row of reads under its lock, each followed by the
+// lease clock, in one round trip where the dialect can, else one by one.
+func (s *Store) readMany(ctx context.Context, tx Querier, reads []LockedRead) error {
+	if lr, ok := s.d.(LockedReader); ok {
+		return lr.ReadLocked(ctx, tx, reads)
+	}
+	for i := range reads {
+		r := &reads[i]
+		err := tx.QueryRow(ctx, r.SQL, r.Args...).Scan(r.Dest...)
+		r.Found = err == nil
+		if err != nil && !errors.Is(err, ErrNoRows) {
+			return err
+		}
+		if r.Now, err = s.d.LeaseNow(ctx, tx, r.Caller); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isCheck reports whether a write's error is one of the store's refusals,
+// decided in Go before the write changed anything (so its group may still
+// commit), rather than a failed statement.
 func isCheck(err error) bool {
 	for _, e := range []error{pollwarden.ErrLeaseHeld, pollwarden.ErrLeaseLost, pollwarden.ErrConflict,
 		pollwarden.ErrNotFound, pollwarden.ErrInvalid} {
@@ -172,34 +244,20 @@ func isCheck(err error) bool {
 	return false
 }
 
-// runAlone runs one grouped write's fn in its own transaction, then
-// appends its events.
-func (s *Store) runAlone(ctx context.Context, tx Querier, fn func(Querier) error) error {
-	var appends []queuedAppend
-	if err := fn(groupTx{tx, &appends}); err != nil {
-		return err
-	}
-	return s.appendQueued(ctx, tx, appends)
+// queuedAppend is one write's events, to be numbered after its
+// operation's last event (seq, read under the row lock) and chained when
+// the group appends.
+type queuedAppend struct {
+	opID string
+	seq  int64
+	evs  []pollwarden.Event
 }
 
-// queueAppend is appendEvents for a grouped write: the events are
-// appended with the group's (see appendQueued). It reports false when tx
-// is not a grouped write's.
-func queueAppend(tx Querier, opID string, cs Chain, evs []pollwarden.Event) bool {
-	gtx, ok := tx.(groupTx)
-	if !ok {
-		return false
-	}
-	if len(evs) > 0 {
-		*gtx.appends = append(*gtx.appends, queuedAppend{opID: opID, seq: cs.Seq, evs: evs})
-	}
-	return true
-}
-
-// appendQueued appends a group's queued events in one batch, after the
-// chain's head, locked once for the group. An operation has at most one
-// write per group (takeGroup), so each one's Seq, read under its row
-// lock, is still its last.
+// appendQueued appends a group's events in one batch, after the chain's
+// head, locked once for the group (so the head is held from here to the
+// commit only). An operation has at most one write per group
+// (takeGroup), so each one's seq, read under its row lock, is still its
+// last.
 func (s *Store) appendQueued(ctx context.Context, tx Querier, appends []queuedAppend) error {
 	if len(appends) == 0 {
 		return nil
@@ -225,14 +283,6 @@ func (s *Store) appendQueued(ctx context.Context, tx Querier, appends []queuedAp
 		return errAppend(err)
 	}
 	return nil
-}
-
-// unwrap is the driver's own Querier under a grouped write's.
-func unwrap(tx Querier) Querier {
-	if gtx, ok := tx.(groupTx); ok {
-		return gtx.Querier
-	}
-	return tx
 }
 
 // WriteGroups reports how many groups of more than one write this Store

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -169,13 +170,6 @@ func scanOpRow(ctx context.Context, tx Querier, query, id string, dest ...any) e
 // then the lease clock's time: every lease decision of the write is made
 // at that instant.
 func (s *Store) readLocked(ctx context.Context, tx Querier, query, id string, caller time.Time, dest ...any) (time.Time, error) {
-	if lr, ok := s.d.(LockedReader); ok {
-		now, err := lr.ReadLocked(ctx, unwrap(tx), query, []any{id}, dest, caller)
-		if errors.Is(err, ErrNoRows) {
-			err = pollwarden.ErrNotFound
-		}
-		return now, err
-	}
 	if err := scanOpRow(ctx, tx, query, id, dest...); err != nil {
 		return time.Time{}, err
 	}
@@ -267,28 +261,27 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if p.Release && p.Lease != nil {
 		update = s.q.updateRelease
 	}
-	err = s.writeGrouped(ctx, op.ID, func(tx Querier) error {
-		var version int64
-		var ls storedLease
-		var cs Chain
-		query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
-		if len(evs) > 0 {
-			query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
-		}
-		now, err := s.readLocked(ctx, tx, query, op.ID, p.Now, dest...)
-		if err != nil {
-			return err
-		}
-		if err := ls.Lease().checkWriter(op.ID, p.Lease, now); err != nil {
-			return err
-		}
-		if version != op.Version {
-			return fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
-		}
-		if _, err := tx.Exec(ctx, update, append(args, op.ID)...); err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, op.ID, cs, evs)
+	var version int64
+	var ls storedLease
+	var cs Chain
+	query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
+	if len(evs) > 0 {
+		query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
+	}
+	err = s.writeGrouped(ctx, rowWrite{
+		opID: op.ID, query: query, dest: dest, caller: p.Now, chain: &cs,
+		decide: func(_ context.Context, _ Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
+			if !found {
+				return nil, nil, pollwarden.ErrNotFound
+			}
+			if err := ls.Lease().checkWriter(op.ID, p.Lease, now); err != nil {
+				return nil, nil, err
+			}
+			if version != op.Version {
+				return nil, nil, fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
+			}
+			return &Stmt{update, append(slices.Clip(args), op.ID)}, evs, nil
+		},
 	})
 	if err != nil {
 		return s.fail(err, "save operation %q", op.ID)
