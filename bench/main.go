@@ -49,7 +49,7 @@ func main() {
 	var c config
 	flag.BoolVar(&c.full, "full", false, "full mode: more seeds, larger herds, a million waiting operations (long)")
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
-	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river (default: all)")
+	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
 	flag.Parse()
 	if err := run(context.Background(), &c); err != nil {
@@ -106,6 +106,7 @@ func run(ctx context.Context, c *config) error {
 		{"herd", daemonHerd},
 		{"waiting", waitingOps},
 		{"river", riverCompare},
+		{"create", apiCreate},
 	}
 	for _, p := range parts {
 		if !c.want(p.name) {

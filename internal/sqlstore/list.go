@@ -38,8 +38,14 @@ func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarde
 	}
 	defer rows.Close()
 	var out []*pollwarden.Operation
+	due := !p.DueBefore.IsZero()
 	for rows.Next() {
-		op, err := scanOp(rows)
+		var op *pollwarden.Operation
+		if due {
+			op, err = s.scanDue(rows)
+		} else {
+			op, err = scanOp(rows)
+		}
 		if err != nil {
 			return nil, s.fail(err, "list operations")
 		}
@@ -59,6 +65,10 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 	var where []string
 	var args []any
 	due := !p.DueBefore.IsZero()
+	if due {
+		// The id too, for the due cache (see scanDue).
+		q = "SELECT id, version, record FROM operations"
+	}
 	switch {
 	case due && p.Phase == pollwarden.PhaseCancelling:
 		q += s.x.hint("operations_phase")
@@ -98,4 +108,15 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 		args = append(args, p.Limit)
 	}
 	return q, args
+}
+
+// scanDue reads a row of a due listing (id, version, record) through the
+// store's due cache.
+func (s *Store) scanDue(row Row) (*pollwarden.Operation, error) {
+	var id, rec string
+	var version int64
+	if err := row.Scan(&id, &version, &rec); err != nil {
+		return nil, err
+	}
+	return s.due.decode(id, version, rec)
 }

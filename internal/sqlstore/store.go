@@ -26,6 +26,8 @@ type Store struct {
 	q      queries
 	// g groups claims and saves (Syntax.GroupWrites); nil otherwise.
 	g *grouper
+	// due keeps the records due listings decoded.
+	due dueCache
 	// mode caches the store's sealing key id ("" = plain) once read; it
 	// never changes after the first append writes it.
 	modeMu    sync.Mutex
