@@ -8,8 +8,9 @@
 // (selected by name pattern, so new Benchmark… functions are picked up),
 // the simulation over several seeds, the herd against a real `pollwarden
 // serve` and a loopback provider (compared with the simulation), many
-// waiting operations held by one daemon, and, when a `river` binary is on
-// PATH, River's own benchmark next to a comparable pollwarden burn-down.
+// waiting operations held by one daemon, the burn-down on SQLite and on
+// PostgreSQL (1–3 replicas) beside River's own library and the bare HTTP
+// ceiling, and API creates while polling.
 // Only the part of docs/BENCHMARKS.md between the bench markers is
 // rewritten; the hand-written analysis around it is kept.
 //
