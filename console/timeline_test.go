@@ -71,7 +71,7 @@ func TestTimelineLayout(t *testing.T) {
 	}
 	// The axis runs from the start to the last planned time (22.1 s),
 	// which holds the deadline (20 s) and now (18 s).
-	if !tl.End.Equal(t0.Add(22100*time.Millisecond)) {
+	if !tl.End.Equal(t0.Add(22100 * time.Millisecond)) {
 		t.Errorf("axis ends %v, want 22.1 s after the start", tl.End.Sub(t0))
 	}
 	at := func(sec float64) float64 { return tlLeft + sec/22.1*(tlRight-tlLeft) }
