@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -67,8 +68,8 @@ func newConsoleRig(t *testing.T) *consoleRig {
 		t.Fatal(err)
 	}
 	consoleContract(t, cdir, srv.URL())
-	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n  - {name: alice, role: approver, sha256: %q}\n",
-		sum("agent-token"), sum("alice-token"))
+	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n  - {name: alice, role: approver, sha256: %q}\n  - {name: rival-agent, role: agent, sha256: %q}\n",
+		sum("agent-token"), sum("alice-token"), sum("rival-token"))
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,9 @@ func newConsoleRig(t *testing.T) *consoleRig {
 		call(t, r.base, "agent-token", "POST", "/v1/operations",
 			fmt.Sprintf(`{"operation_id":%q,"contract":"nightly-export","job_id":%q,"max_status_requests":%d}`, id, id, budget), 201)
 	}
+	// Another agent's operation, which build-agent must not see.
+	srv.Script("rival-5", fp.State("running", nil))
+	call(t, r.base, "rival-token", "POST", "/v1/operations", `{"operation_id":"rival-5","contract":"nightly-export","job_id":"rival-5"}`, 201)
 	for _, id := range []string{"export-7", "export-8", "export-9"} {
 		waitPhase(t, r.base, id, "escalated")
 	}
@@ -163,6 +167,40 @@ func TestConsoleInChromium(t *testing.T) {
 	if got := roleNames(t, agent, "textbox"); len(got) != 0 {
 		t.Errorf("an agent's operation page has text fields %q", got)
 	}
+	// Another agent's operations are not in its queue, whatever the
+	// filter, and their page is not found; the approver sees them.
+	act(t, agent, "agent's queue of every phase", chromedp.Navigate(r.base+"/ui/?phase="),
+		chromedp.WaitVisible("", byRole("link", containsAll("invoice-batch-3"))))
+	if page := text(t, agent); strings.Contains(page, "rival-5") {
+		t.Errorf("build-agent's queue shows rival-agent's operation:\n%s", page)
+	}
+	act(t, agent, "agent opens rival-5", chromedp.Navigate(r.base+"/ui/operations/rival-5"))
+	waitText(t, agent, "There is no operation rival-5.")
+	act(t, alice, "approver's queue of every phase", chromedp.Navigate(r.base+"/ui/?phase="),
+		chromedp.WaitVisible("", byRole("link", containsAll("rival-5"))))
+
+	// Another site's page that posts a decision form in alice's signed-in
+	// browser: the SameSite=Strict cookie stays home and the form has no
+	// CSRF token, so nothing is decided.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%s/ui/operations/export-8/decide">`+
+			`<input name="option" value="abandon"><input name="note" value="forged"></form>`+
+			`<script>document.forms[0].submit()</script>`, r.base)
+	}))
+	defer evil.Close()
+	act(t, alice, "a forged post from another site", chromedp.Navigate(evil.URL))
+	waitFor(t, "the forged post to land", func() bool {
+		at, err := chromedp.Run(alice, chromedp.Evaluate[string]("location.href"))
+		return err == nil && strings.HasPrefix(at, r.base)
+	})
+	if op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-8", "", 200); op["phase"] != "escalated" {
+		t.Fatalf("a forged cross-site post changed export-8: %v", op["phase"])
+	}
+	if page := text(t, alice); strings.Contains(page, "Decision recorded") {
+		t.Errorf("the forged post was answered as a decision:\n%s", page)
+	}
+	act(t, alice, "alice back on export-8", chromedp.Navigate(r.base+"/ui/operations/export-8"),
+		chromedp.WaitVisible("", byRole("button", startsWith("Stop waiting"))))
 
 	// Live: the agent's queue drops export-8 when alice stops it, without
 	// a reload.
