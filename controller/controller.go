@@ -74,6 +74,7 @@ type Controller struct {
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
 	tracer     trace.Tracer
+	traced     bool
 }
 
 // New checks opts and returns a Controller.
@@ -90,7 +91,7 @@ func New(opts Options) *Controller {
 	}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
 		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer,
-		tracer: defaultTracer(opts.Tracer)}
+		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil}
 }
 
 // Store returns the controller's store, for doors that only read.

@@ -19,7 +19,9 @@ import (
 // differs is refused, naming what differs). cancel_at_provider is Cancel.
 func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
-	span.SetAttributes(attrOption.String(p.Option), attrActorRole.String(string(p.Actor.Role)))
+	if span.IsRecording() {
+		span.SetAttributes(attrOption.String(p.Option), attrActorRole.String(string(p.Actor.Role)))
+	}
 	op, err := c.decide(ctx, ex, id, p)
 	endSpan(span, op, err)
 	return op, err

@@ -35,6 +35,10 @@ const (
 	attrExpired     = attribute.Key("pollwarden.decision.expired")
 )
 
+// noSpan is what startSpan returns without a tracer: the API's no-op
+// span, so an untraced step builds no options or attributes at all.
+var noSpan = trace.SpanFromContext(context.Background())
+
 func defaultTracer(t trace.Tracer) trace.Tracer {
 	if t == nil {
 		return noop.NewTracerProvider().Tracer("")
@@ -44,6 +48,9 @@ func defaultTracer(t trace.Tracer) trace.Tracer {
 
 // startSpan starts a span named name for the operation id of contract ct.
 func (c *Controller) startSpan(ctx context.Context, name, id, ct string, kind trace.SpanKind) (context.Context, trace.Span) {
+	if !c.traced {
+		return ctx, noSpan
+	}
 	return c.tracer.Start(ctx, name, trace.WithSpanKind(kind),
 		trace.WithAttributes(attrOperation.String(id), attrContract.String(ct)))
 }
@@ -51,6 +58,10 @@ func (c *Controller) startSpan(ctx context.Context, name, id, ct string, kind tr
 // endSpan records where op stands (its phase as the outcome, the reason
 // of an escalation or a stop, the next poll's source) or err, and ends.
 func endSpan(span trace.Span, op *pollwarden.Operation, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, errorClass(err))
 		span.SetAttributes(attrOutcome.String("error"))
@@ -96,6 +107,7 @@ func requestAttrs(n, status int, transport string) []attribute.KeyValue {
 // endClaim says whether the claim reserved a request.
 func endClaim(span trace.Span, reserved bool, err error) {
 	switch {
+	case !span.IsRecording():
 	case errors.Is(err, pollwarden.ErrLeaseHeld):
 		span.SetAttributes(attrOutcome.String("lease_held"))
 	case err != nil:
@@ -112,6 +124,10 @@ func endClaim(span trace.Span, reserved bool, err error) {
 // endRequest says how the status request was answered: its code, or the
 // class of transport failure, or that it was never sent.
 func endRequest(span trace.Span, n int, r prober.Response) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	span.SetAttributes(requestAttrs(n, r.Status, r.Transport)...)
 	switch {
 	case !r.Sent || r.CredentialError != nil:

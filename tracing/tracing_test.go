@@ -29,21 +29,6 @@ import (
 
 const canary = "sk-canary-tracing-4Hq8Vw"
 
-// clock advances only when slept on, so backoff takes no time while the
-// provider is real HTTP on loopback.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
-
 type rig struct {
 	srv   *fp.Server
 	ex    *contract.Extractor
@@ -76,7 +61,7 @@ status:
   propagate_trace: %t
 state: {path: state, pending: [running], success: [succeeded], failure: [failed]}
 result: {require: [{path: result.url, kind: url}]}
-backoff: {base: 2s, max: 10s}
+backoff: {base: 100ms, max: 200ms}
 limits: {deadline: 10m, max_status_requests: 2, max_transport_failures: 3, max_rate_limited: 3}
 escalation: {extension: {time: 5m, status_requests: 2}}
 `, srv.URL(), propagate))
@@ -90,10 +75,11 @@ escalation: {extension: {time: 5m, status_requests: 2}}
 	spans := tracetest.NewInMemoryExporter()
 	tr := tracing.New(sdktrace.NewSimpleSpanProcessor(spans), "")
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	clk := &clock{now: time.Date(2026, 5, 4, 8, 0, 0, 0, time.UTC)}
 	getenv := func(k string) (string, bool) { return canary, k == "TRACED_TOKEN" }
-	opts := controller.Options{Store: st, Clock: clk, Rand: rand.New(rand.NewPCG(1, 2)),
-		Prober: prober.New(prober.Options{Now: clk.Now, Getenv: getenv})}
+	// The real clock: the backoff is short, and the test's subject is
+	// what the spans say, not when.
+	opts := controller.Options{Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
+		Prober: prober.New(prober.Options{Now: time.Now, Getenv: getenv})}
 	if traced {
 		opts.Tracer = tr.Tracer
 	}

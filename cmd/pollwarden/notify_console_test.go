@@ -6,7 +6,6 @@ import (
 	"io"
 	"log"
 	"mime/quotedprintable"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/mail"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -42,16 +40,7 @@ func TestNotificationToDecisionInChromium(t *testing.T) {
 	srv.RequireToken(canary)
 	srv.Script("nightly-42", fp.State("running", nil))
 
-	var mu sync.Mutex
-	var posts [][]byte
-	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		posts = append(posts, b)
-		mu.Unlock()
-		_, _ = io.WriteString(w, "ok")
-	}))
-	defer slack.Close()
+	slack := newRecorder(t, "")
 	sink := mailsink.Start(t, mailsink.Options{})
 	// The daemon's public face: a reverse proxy, started first so its URL
 	// can be configured, pointed at serve once serve listens.
@@ -105,14 +94,10 @@ timeout: 2s
 	waitPhase(t, base, "nightly-42", "escalated")
 
 	waitFor(t, "the decision request on Slack and by e-mail", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(posts) > 0 && len(sink.Mail()) > 0
+		return len(slack.Bodies()) > 0 && len(sink.Mail()) > 0
 	})
 	want := public.URL + "/ui/operations/nightly-42"
-	mu.Lock()
-	slackLinks := consoleLink.FindAllString(string(posts[0]), -1)
-	mu.Unlock()
+	slackLinks := consoleLink.FindAllString(string(slack.Bodies()[0]), -1)
 	mailLinks := consoleLink.FindAllString(mailBody(t, sink.Mail()[0].Data), -1)
 	for what, links := range map[string][]string{"the Slack message": slackLinks, "the e-mail": mailLinks} {
 		if len(links) == 0 {
@@ -143,9 +128,7 @@ timeout: 2s
 	if op := call(t, base, "agent-token", "GET", "/v1/operations/nightly-42", "", 200); op["phase"] != "waiting" && op["phase"] != "escalated" {
 		t.Errorf("after the extension the operation is %v", op["phase"])
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	all := append([][]byte{[]byte(p.stdout.String() + p.stderr.String())}, posts...)
+	all := append([][]byte{[]byte(p.stdout.String() + p.stderr.String())}, slack.Bodies()...)
 	for _, m := range sink.Mail() {
 		all = append(all, m.Data)
 	}

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -31,17 +27,7 @@ func TestServeExportsTraces(t *testing.T) {
 	srv.RequireToken(canary)
 	srv.Script("traced-job", fp.State("running", nil), fp.Succeeded("https://results.example.com/r.csv"))
 
-	var mu sync.Mutex
-	var bodies [][]byte
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if r.URL.Path == "/v1/traces" {
-			mu.Lock()
-			bodies = append(bodies, b)
-			mu.Unlock()
-		}
-	}))
-	defer recv.Close()
+	recv := newRecorder(t, "/v1/traces")
 
 	dir := t.TempDir()
 	cdir := filepath.Join(dir, "contracts")
@@ -80,11 +66,9 @@ limits: {deadline: 1m, max_status_requests: 5, max_transport_failures: 3, max_ra
 		t.Fatalf("serve exited %d: %s", code, p.stderr.String())
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
 	requests := map[string]bool{} // "traceid-spanid" of each request span
 	names := map[string]int{}
-	for _, b := range bodies {
+	for _, b := range recv.Bodies() {
 		if bytes.Contains(b, []byte(canary)) {
 			t.Fatal("the provider credential reached the trace exporter")
 		}
