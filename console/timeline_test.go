@@ -1,6 +1,7 @@
 package console
 
 import (
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -126,5 +127,24 @@ func TestTimelineFarDeadline(t *testing.T) {
 	empty := layoutTimeline(nil, t0, t0.Add(time.Minute), t0.Add(10*time.Second))
 	if len(empty.Marks) != 0 || empty.Now == nil || !strings.HasPrefix(empty.Caption, "Request timeline: 0 status requests") {
 		t.Errorf("no requests yet: %+v", empty)
+	}
+}
+
+// BenchmarkOperationTimeline lays out and renders the timeline of an
+// operation that used a thousand status requests, the page's worst case.
+func BenchmarkOperationTimeline(b *testing.B) {
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	ev := &tlEvents{t0: t0}
+	for i := range 1000 {
+		s := float64(i * 5)
+		ev.poll(s, s+0.2, pollwarden.EventData{HTTPStatus: 200, State: "running"}, s+5, pollwarden.DelayLocalBackoff)
+	}
+	page := parsePages()["operation"]
+	b.ReportAllocs()
+	for b.Loop() {
+		tl := layoutTimeline(ev.events, t0, t0.Add(2*time.Hour), t0.Add(5001*time.Second))
+		if err := page.ExecuteTemplate(io.Discard, "timeline", tl); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
