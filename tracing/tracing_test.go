@@ -30,6 +30,8 @@ import (
 const canary = "sk-canary-tracing-4Hq8Vw"
 
 type rig struct {
+	st    *sqlite.Store
+	tr    *tracing.Tracing
 	srv   *fp.Server
 	ex    *contract.Extractor
 	ctl   *controller.Controller
@@ -63,7 +65,7 @@ state: {path: state, pending: [running], success: [succeeded], failure: [failed]
 result: {require: [{path: result.url, kind: url}]}
 backoff: {base: 100ms, max: 200ms}
 limits: {deadline: 10m, max_status_requests: 2, max_transport_failures: 3, max_rate_limited: 3}
-escalation: {extension: {time: 5m, status_requests: 2}}
+escalation: {extension: {time: 5m, status_requests: 2}, expire_after: 1h}
 `, srv.URL(), propagate))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ escalation: {extension: {time: 5m, status_requests: 2}}
 		opts.Tracer = tr.Tracer
 	}
 	ctl := controller.New(opts)
-	return &rig{srv: srv, ex: ex, ctl: ctl, spans: spans}
+	return &rig{st: st, tr: tr, srv: srv, ex: ex, ctl: ctl, spans: spans}
 }
 
 func attrs(s tracetest.SpanStub) map[attribute.Key]string {
@@ -262,5 +264,47 @@ func TestExportsOverOTLPHTTP(t *testing.T) {
 	defer mu.Unlock()
 	if len(paths) == 0 || paths[0] != "POST /v1/traces application/x-protobuf" || bodies == 0 {
 		t.Fatalf("the receiver saw %q (%d bytes)", paths, bodies)
+	}
+}
+
+// hoursLater is the real clock moved on by a duration, for a decision
+// clock that must find an expiry due; it never sleeps.
+type hoursLater time.Duration
+
+func (h hoursLater) Now() time.Time { return time.Now().Add(time.Duration(h)) }
+func (hoursLater) Sleep(ctx context.Context, _ time.Duration) error {
+	return ctx.Err()
+}
+
+// TestExpiredDecisionIsASpan: a decision request nobody answered expires,
+// and that expiry is a decision span of its own, marked expired, with the
+// default's outcome.
+func TestExpiredDecisionIsASpan(t *testing.T) {
+	r := newRig(t, false)
+	r.srv.Script("job-3", fp.State("running", nil))
+	ctx := context.Background()
+	if _, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-3", ProviderJobID: "job-3"}); err != nil {
+		t.Fatal(err)
+	}
+	if op, err := r.ctl.Wait(ctx, r.ex, "op-3", nil); err != nil || op.Phase != pollwarden.PhaseEscalated {
+		t.Fatalf("wait: %v, %v", op, err)
+	}
+	later := controller.New(controller.Options{Store: r.st, Clock: hoursLater(2 * time.Hour), Rand: rand.New(rand.NewPCG(3, 4)),
+		Prober: prober.New(prober.Options{Now: time.Now}), Tracer: r.tr.Tracer})
+	lookup := func(string) (*contract.Extractor, bool) { return r.ex, true }
+	if _, err := later.DecisionTick(ctx, lookup); err != nil {
+		t.Fatal(err)
+	}
+	var expired []tracetest.SpanStub
+	for _, s := range r.spans.GetSpans() {
+		if s.Name == "pollwarden.decision" {
+			expired = append(expired, s)
+		}
+	}
+	if len(expired) != 1 {
+		t.Fatalf("%d decision spans after the expiry, want 1", len(expired))
+	}
+	if a := attrs(expired[0]); a["pollwarden.decision.expired"] != "true" || a["pollwarden.outcome"] != "failed" || a["pollwarden.operation.id"] != "op-3" {
+		t.Errorf("the expiry's span: %v", a)
 	}
 }
