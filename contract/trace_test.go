@@ -15,8 +15,15 @@ func TestPropagateTrace(t *testing.T) {
 	if err != nil || !c.Status.PropagateTrace {
 		t.Fatalf("propagate_trace: true gave %v, %v", c, err)
 	}
-	if c, err := Parse([]byte(minimal)); err != nil || c.Status.PropagateTrace {
+	if !strings.Contains(Summary(c), "trace: the W3C traceparent goes with each status and cancel request") {
+		t.Errorf("contract check does not say the trace is propagated:\n%s", Summary(c))
+	}
+	off, err := Parse([]byte(minimal))
+	if err != nil || off.Status.PropagateTrace {
 		t.Fatalf("a contract without the key propagates (%v)", err)
+	}
+	if strings.Contains(Summary(off), "traceparent") {
+		t.Errorf("contract check speaks of a trace the contract does not send:\n%s", Summary(off))
 	}
 	_, err = Parse([]byte(with("yes please")))
 	if err == nil || !strings.Contains(err.Error(), "propagate_trace") || !strings.Contains(err.Error(), "must be true or false") {
