@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Name is the instrumentation scope and the service name of every span.
@@ -27,6 +26,8 @@ var Env = []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_END
 
 // Tracing is a configured tracer and what ends it.
 type Tracing struct {
+	// Tracer is nil when tracing is off, so that the controller, given
+	// nil, skips even the no-op spans' attributes.
 	Tracer trace.Tracer
 	// Endpoint is where spans go, "" when tracing is off.
 	Endpoint string
@@ -36,7 +37,7 @@ type Tracing struct {
 // Setup returns tracing that exports to endpoint (an http or https URL,
 // the OTLP/HTTP traces path added when it has none), or to the endpoint
 // the standard OTEL_EXPORTER_OTLP_* variables name when endpoint is "";
-// with neither, a no-op tracer: no exporter, no batching, no cost.
+// with neither, no tracer: no exporter, no batching, no cost.
 // getenv reads the environment (os.Getenv in the binary).
 func Setup(ctx context.Context, endpoint string, getenv func(string) string) (*Tracing, error) {
 	from := "--otlp-endpoint"
@@ -48,7 +49,7 @@ func Setup(ctx context.Context, endpoint string, getenv func(string) string) (*T
 		} else if v := getenv(Env[1]); v != "" {
 			endpoint, from = strings.TrimRight(v, "/")+"/v1/traces", Env[1]
 		} else {
-			return &Tracing{Tracer: noop.NewTracerProvider().Tracer(Name)}, nil
+			return &Tracing{}, nil
 		}
 	}
 	u, err := url.Parse(endpoint)

@@ -20,7 +20,8 @@ import (
 // spans to an OTLP/HTTP receiver on loopback; the status request's span
 // is the traceparent the provider saw (status.propagate_trace: true), the
 // spans name the operation and contract, and the provider credential (a
-// canary) is in no exported byte.
+// canary) is in no exported byte. Without the endpoint, serve sends the
+// provider no traceparent.
 func TestServeExportsTraces(t *testing.T) {
 	srv := fp.New()
 	defer srv.Close()
@@ -104,4 +105,19 @@ limits: {deadline: 1m, max_status_requests: 5, max_transport_failures: 3, max_ra
 		}
 	}
 	assertNoCanary(t, dir, p)
+
+	// The same contract under a serve without an endpoint: no trace, so
+	// nothing goes to the provider.
+	srv.Script("untraced-job", fp.Succeeded("https://results.example.com/r.csv"))
+	off := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "off.db"), "--contracts", cdir,
+		"--tokens", filepath.Join(dir, "tokens.yaml"))
+	defer off.cmd.Process.Kill()
+	base = listenAddr(t, off)
+	call(t, base, "agent-token", "POST", "/v1/operations", `{"operation_id":"untraced-1","contract":"traced","job_id":"untraced-job"}`, 201)
+	waitPhase(t, base, "untraced-1", "succeeded")
+	for _, r := range srv.Requests("untraced-job") {
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			t.Errorf("serve without --otlp-endpoint sent traceparent %q", tp)
+		}
+	}
 }
