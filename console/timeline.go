@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -29,6 +30,9 @@ const (
 	tlStretch = 1.25
 	// tlNumbered is the most marks that are numbered on the axis.
 	tlNumbered = 40
+	// tlBeyond is the room right of a broken axis for the deadline and
+	// "now" when they are too far to draw to scale.
+	tlBeyond = 150
 )
 
 // timeline is the laid-out figure.
@@ -42,6 +46,8 @@ type timeline struct {
 	// Numbered is set when there are few enough marks for each to carry
 	// its request number legibly.
 	Numbered bool
+	// Break is where the axis is broken (0: it is not), Right its end.
+	Break float64
 }
 
 // tlMark is one status request.
@@ -70,10 +76,16 @@ type tlMark struct {
 	Title     string
 }
 
-// tlLine is a vertical marker (the deadline, now).
+// tlLine is a vertical marker (the deadline, now). Beyond marks one
+// drawn past the axis's break, not to scale, its label at LabelY.
 type tlLine struct {
-	X     float64
-	Label string
+	X      float64
+	Label  string
+	Beyond bool
+	LabelY int
+
+	at       time.Time
+	deadline bool
 }
 
 // tlKey is one entry of the legend.
@@ -141,35 +153,57 @@ func layoutTimeline(events []pollwarden.Event, start, deadline, now time.Time) t
 	}
 	span := max(end.Sub(start), time.Second)
 	limit := start.Add(time.Duration(float64(span) * tlStretch))
-	showDeadline, showNow := !deadline.After(limit) && !deadline.Before(start), !now.After(limit) && !now.Before(start)
-	if showDeadline {
+	onAxis := func(t time.Time) bool { return !t.After(limit) && !t.Before(start) }
+	if onAxis(deadline) {
 		end = later(end, deadline)
 	}
-	if showNow {
+	if onAxis(now) {
 		end = later(end, now)
 	}
 	if !end.After(start) {
 		end = start.Add(time.Second)
 	}
 	tl.End = end
+	var beyond []tlLine // the deadline and now, when too far to draw to scale
+	if deadline.After(limit) {
+		beyond = append(beyond, tlLine{at: deadline, Label: "deadline", deadline: true})
+	}
+	if now.After(limit) {
+		beyond = append(beyond, tlLine{at: now, Label: "now"})
+	}
+	if len(beyond) > 0 {
+		// The axis is broken: it stops short, and what lies beyond is
+		// drawn past the break, in time order, with how far it is.
+		tl.Right = tlRight - tlBeyond
+		tl.Break = float64(tl.Right) + 10
+	}
 	x := func(t time.Time) float64 {
 		f := float64(t.Sub(start)) / float64(end.Sub(start))
-		return float64(tlLeft) + min(max(f, 0), 1)*float64(tlRight-tlLeft)
+		return float64(tlLeft) + min(max(f, 0), 1)*float64(tl.Right-tlLeft)
 	}
 	for _, r := range reqs {
 		tl.Marks = append(tl.Marks, layoutMark(r, x))
 	}
 	tl.Numbered = len(reqs) <= tlNumbered
 	tl.Caption = fmt.Sprintf("Request timeline: %d status %s from %s to %s", len(reqs), plural(len(reqs), "request", "requests"), clock(start), clock(end))
-	if showDeadline {
+	if onAxis(deadline) {
 		tl.Deadline = &tlLine{X: x(deadline), Label: "deadline"}
-	} else {
-		tl.Caption += fmt.Sprintf("; the deadline %s is beyond the axis", clock(deadline))
 	}
-	if showNow {
+	if onAxis(now) {
 		tl.Now = &tlLine{X: x(now), Label: "now"}
-	} else if now.After(end) {
-		tl.Caption += fmt.Sprintf("; now (%s) is %s after its end", clock(now), age(now.Sub(end)))
+	}
+	slices.SortFunc(beyond, func(a, b tlLine) int { return a.at.Compare(b.at) })
+	for i, b := range beyond {
+		b.Beyond, b.LabelY = true, tlWaitY+14+12*i
+		b.X = float64(tlRight) - float64(len(beyond)-1-i)*tlBeyond/2 - 10
+		b.Label += " +" + age(b.at.Sub(end))
+		if b.deadline {
+			tl.Deadline = &b
+			tl.Caption += fmt.Sprintf("; the deadline %s is beyond the axis", clock(deadline))
+		} else {
+			tl.Now = &b
+			tl.Caption += fmt.Sprintf("; now (%s) is %s after its end", clock(now), age(now.Sub(end)))
+		}
 	}
 	tl.Caption += "."
 	for _, c := range []string{"state", "unchanged", "rate-limited", "server-error", "transport", "other"} {

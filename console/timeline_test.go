@@ -83,6 +83,9 @@ func TestTimelineLayout(t *testing.T) {
 		}
 	}
 	near("request 3", tl.Marks[2].X, at(7.2))
+	if tl.Break != 0 || tl.Deadline.Beyond || tl.Now.Beyond {
+		t.Errorf("the axis is broken (%v) though the deadline and now fit it", tl.Break)
+	}
 	near("the deadline", tl.Deadline.X, at(20))
 	near("now", tl.Now.X, at(18))
 	rl := tl.Marks[1]
@@ -106,22 +109,30 @@ func TestTimelineLayout(t *testing.T) {
 	}
 }
 
-// TestTimelineFarDeadline: a deadline far past the requests is named in
-// the caption instead of squeezing every mark into the axis's first
-// pixels; likewise a "now" long after an operation ended.
+// TestTimelineFarDeadline: a deadline far past the requests is drawn past
+// a break in the axis, with how far it is, and named in the caption,
+// instead of squeezing every mark into the axis's first pixels; likewise
+// a "now" long after an operation ended.
 func TestTimelineFarDeadline(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	b := &tlEvents{t0: t0}
 	b.poll(0, 1, pollwarden.EventData{HTTPStatus: 200, State: "running"}, 4, pollwarden.DelayLocalBackoff)
 	b.poll(4, 5, pollwarden.EventData{HTTPStatus: 200, State: "succeeded"}, 0, "")
 	tl := layoutTimeline(b.events, t0, t0.Add(time.Hour), t0.Add(2*time.Hour))
-	if tl.Deadline != nil || tl.Now != nil {
-		t.Errorf("deadline %v and now %v drawn on a 5 s axis", tl.Deadline, tl.Now)
+	if tl.Break == 0 || tl.Right != tlRight-tlBeyond {
+		t.Errorf("the axis is not broken: break %v, right %d", tl.Break, tl.Right)
+	}
+	d, n := tl.Deadline, tl.Now
+	if d == nil || n == nil || !d.Beyond || !n.Beyond || d.X <= tl.Break || n.X <= d.X || n.X > tlRight {
+		t.Fatalf("deadline %+v and now %+v: want both past the break, the deadline first", d, n)
+	}
+	if d.Label != "deadline +59m55s" || n.Label != "now +1h59m" {
+		t.Errorf("labels %q and %q: want how far past the axis's end each is", d.Label, n.Label)
 	}
 	if !strings.Contains(tl.Caption, "the deadline 2026-03-01 10:00:00Z is beyond the axis") || !strings.Contains(tl.Caption, "now (2026-03-01 11:00:00Z) is 1h59m after its end") {
 		t.Errorf("caption %q", tl.Caption)
 	}
-	if x := tl.Marks[1].X; x != tlLeft+4.0/5*(tlRight-tlLeft) {
+	if x := tl.Marks[1].X; x != tlLeft+4.0/5*(tlRight-tlBeyond-tlLeft) {
 		t.Errorf("the second request at x=%v: the axis was stretched", x)
 	}
 	empty := layoutTimeline(nil, t0, t0.Add(time.Minute), t0.Add(10*time.Second))
