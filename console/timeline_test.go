@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"strings"
@@ -142,20 +143,25 @@ func TestTimelineFarDeadline(t *testing.T) {
 }
 
 // BenchmarkOperationTimeline lays out and renders the timeline of an
-// operation that used a thousand status requests, the page's worst case.
+// operation that used 40 status requests (a contract's usual budget) and
+// a thousand (the page's worst case, re-rendered on every live change).
 func BenchmarkOperationTimeline(b *testing.B) {
-	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	ev := &tlEvents{t0: t0}
-	for i := range 1000 {
-		s := float64(i * 5)
-		ev.poll(s, s+0.2, pollwarden.EventData{HTTPStatus: 200, State: "running"}, s+5, pollwarden.DelayLocalBackoff)
-	}
-	page := parsePages()["operation"]
-	b.ReportAllocs()
-	for b.Loop() {
-		tl := layoutTimeline(ev.events, t0, t0.Add(2*time.Hour), t0.Add(5001*time.Second))
-		if err := page.ExecuteTemplate(io.Discard, "timeline", tl); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{40, 1000} {
+		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
+			t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+			ev := &tlEvents{t0: t0}
+			for i := range n {
+				s := float64(i * 5)
+				ev.poll(s, s+0.2, pollwarden.EventData{HTTPStatus: 200, State: "running"}, s+5, pollwarden.DelayLocalBackoff)
+			}
+			page := parsePages()["operation"]
+			b.ReportAllocs()
+			for b.Loop() {
+				tl := layoutTimeline(ev.events, t0, t0.Add(2*time.Hour), t0.Add(time.Duration(n*5+1)*time.Second))
+				if err := page.ExecuteTemplate(io.Discard, "timeline", tl); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
