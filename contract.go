@@ -92,6 +92,10 @@ type StatusCall struct {
 	// Conditional is "etag" when the contract asks for conditional status
 	// requests: If-None-Match with the last ETag, a 304 meaning unchanged.
 	Conditional string `json:",omitempty"`
+	// PropagateTrace sends the W3C traceparent of the status request's
+	// span to the provider (status.propagate_trace); off by default, as a
+	// provider need not learn how its caller's traces are laid out.
+	PropagateTrace bool `json:",omitempty"`
 	// UnsafeMethod is set when the contract explicitly declares that its
 	// status call is not a safe method; then every call needs approval (R16).
 	UnsafeMethod bool

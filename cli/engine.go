@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
@@ -22,11 +24,12 @@ type engine struct {
 	changes *changes.Feed
 }
 
-// newEngine wires an engine on st; m may be nil (no metrics).
-func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics) *engine {
+// newEngine wires an engine on st; m may be nil (no metrics), and so may
+// tr (no traces).
+func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics, tr trace.Tracer) *engine {
 	e := &engine{changes: changes.NewFeed()}
 	opts := controller.Options{
-		Store: st, Clock: pollwarden.RealClock{}, Rand: newRand(),
+		Store: st, Clock: pollwarden.RealClock{}, Rand: newRand(), Tracer: tr,
 		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
 		OnChange: func(op *pollwarden.Operation) {
 			e.changes.Publish(op)

@@ -162,9 +162,10 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 		c.internal(w, r, err)
 		return
 	}
-	view := c.view(op, events, c.now())
+	now := c.now()
+	view := c.view(op, events, now)
 	c.render(w, r, status, "operation", map[string]any{
-		"Viewer": v, "Op": view, "Story": c.story(events), "Problem": problem, "Decided": clean(decided),
+		"Viewer": v, "Op": view, "Story": c.story(events), "Timeline": layoutTimeline(events, op.StartedAt, op.DeadlineAt, now), "Problem": problem, "Decided": clean(decided),
 		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op),
 		"Events": "/ui/operations/" + url.PathEscape(id) + "/events",
 	})

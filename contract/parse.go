@@ -120,7 +120,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	}
 	d.baseBad = baseBad
 	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
-		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional")
+		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional", "propagate_trace")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	result := top.obj("result", false, "require", "error_path", "fetch")
 	c := &pollwarden.Contract{

@@ -40,6 +40,9 @@ func Summary(c *pollwarden.Contract) string {
 	}
 	line("status:     %s %s (timeout %s, body up to %d bytes, origins %s)",
 		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(origins))
+	if s.PropagateTrace {
+		line("            trace: the W3C traceparent goes with each status and cancel request")
+	}
 	if s.Conditional == "etag" {
 		line("            conditional: If-None-Match with the last ETag; a 304 is the job unchanged")
 	}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
@@ -39,6 +41,10 @@ type Options struct {
 	// Observer, when set, is told what was saved and how steps went, for
 	// metrics. Its methods must not block.
 	Observer Observer
+	// Tracer, when set, gets a span for each step (with its claim, status
+	// request and record) and each decision; nil traces nothing. The
+	// status request's span is what status.propagate_trace sends.
+	Tracer trace.Tracer
 }
 
 // Observer sees the controller's facts as they happen; package metrics
@@ -68,6 +74,8 @@ type Controller struct {
 	leaseRetry time.Duration
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
+	tracer     trace.Tracer
+	traced     bool
 }
 
 // New checks opts and returns a Controller.
@@ -83,7 +91,8 @@ func New(opts Options) *Controller {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
-		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer}
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer,
+		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil}
 }
 
 // Store returns the controller's store, for doors that only read.

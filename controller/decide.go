@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/internal/display"
@@ -17,6 +19,16 @@ import (
 // contract it was created under (a contract file of the same name that
 // differs is refused, naming what differs). cancel_at_provider is Cancel.
 func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attrOption.String(p.Option), attrActorRole.String(string(p.Actor.Role)))
+	}
+	op, err := c.decide(ctx, ex, id, p)
+	endSpan(span, op, err)
+	return op, err
+}
+
+func (c *Controller) decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	if p.Option == pollwarden.OptionCancel {
 		return c.Cancel(ctx, ex, id, p)
 	}

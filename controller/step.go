@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
@@ -65,7 +67,16 @@ func (c *Controller) observed(step func() (StepResult, error)) (StepResult, erro
 	return res, err
 }
 
+// step is one traced step: its span holds the claim, request and record
+// spans, and ends with where the operation stands.
 func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.step", op.ID, op.Contract, trace.SpanKindInternal)
+	res, err := c.stepOnce(ctx, ex, op, up)
+	endSpan(span, res.Op, err)
+	return res, err
+}
+
+func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
 	ct := ex.Contract()
 	if op.Contract != ct.Name {
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
@@ -82,7 +93,8 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 	// transaction. gate keeps what the checks said when they refused.
 	var gate policy.GateResult
 	var reservation []pollwarden.Event
-	reserved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
+	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
 		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
@@ -94,6 +106,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 			return next, reservation
 		},
 	})
+	endClaim(claimSpan, lease != nil, err)
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
 		if c.observer != nil {
 			c.observer.LeaseConflict(op.ID)
@@ -128,7 +141,9 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool) (StepResult, error) {
 	ct := ex.Contract()
 	finish := func(op *pollwarden.Operation, events []pollwarden.Event, now time.Time) error {
-		err := c.saveRelease(ctx, op, lease, events, now)
+		rctx, span := c.startSpan(ctx, "pollwarden.record", op.ID, op.Contract, trace.SpanKindInternal)
+		err := c.saveRelease(rctx, op, lease, events, now)
+		endSpan(span, op, err)
 		*released = err == nil || errors.Is(err, pollwarden.ErrLeaseLost)
 		return err
 	}
@@ -150,11 +165,15 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	if ct.Status.Conditional == "etag" {
 		ctx = prober.WithIfNoneMatch(ctx, reserved.LastETag)
 	}
+	// The request's span is the client side of the call: its context is
+	// the traceparent a contract with status.propagate_trace sends.
+	reqCtx, reqSpan := c.startSpan(ctx, "pollwarden.request", reserved.ID, reserved.Contract, trace.SpanKindClient)
 	if body != nil {
-		resp = c.prober.StatusWithBody(context.WithoutCancel(ctx), ct, url, body)
+		resp = c.prober.StatusWithBody(context.WithoutCancel(reqCtx), ct, url, body)
 	} else {
-		resp = c.prober.Status(context.WithoutCancel(ctx), ct, url)
+		resp = c.prober.Status(context.WithoutCancel(reqCtx), ct, url)
 	}
+	endRequest(reqSpan, reserved.StatusRequestsUsed, resp)
 	switch {
 	case resp.CredentialError != nil:
 		return c.failUnsent(reserved, ct, resp.CredentialError.Error(), finish)
