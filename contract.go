@@ -138,6 +138,17 @@ type Credential struct {
 	// AccessKeyID and SessionToken are env:/file: references; the
 	// session token is optional.
 	AccessKeyID, SessionToken string
+	// ApproveEachCall marks a credential whose status API is privileged
+	// (it reveals sensitive job metadata): every status call under it,
+	// even a GET, waits for an approver's approval of that one call.
+	ApproveEachCall bool `json:",omitempty"`
+}
+
+// EachCallNeedsApproval reports whether every status request of s waits
+// for an approver's approval of that one call: an undeclared unsafe method
+// (R16), or a credential the contract marks approve_each_call.
+func (s StatusCall) EachCallNeedsApproval() bool {
+	return s.UnsafeMethod || s.Credential != nil && s.Credential.ApproveEachCall
 }
 
 // StateTable classifies the provider's state values (R2).

@@ -46,6 +46,9 @@ func Summary(c *pollwarden.Contract) string {
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
 	}
+	if cr := s.Credential; cr != nil && cr.ApproveEachCall {
+		line("            credential %s: every status call waits for an approver's approval of that one call", cr.Ref)
+	}
 	if s.Safe {
 		line("            %s declared a documented read (safe): no approval per call", s.Method)
 	}
