@@ -23,7 +23,9 @@ type Extractor struct {
 	pollAfter *jmespath.JMESPath
 	nextCheck *jmespath.JMESPath
 	expires   *jmespath.JMESPath
-	raw       *jmespath.JMESPath
+	// expiresAfter is the delay a relative expiry adds to expires.
+	expiresAfter *jmespath.JMESPath
+	raw          *jmespath.JMESPath
 	// rlPaths holds the rate_limit body paths, by expression.
 	rlPaths map[string]*jmespath.JMESPath
 }
@@ -60,6 +62,7 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	x.pollAfter = compile("hints.poll_after_seconds", c.Hints.PollAfterSeconds, true)
 	x.nextCheck = compile("hints.next_check_at", c.Hints.NextCheckAt, true)
 	x.expires = compile("hints.job_expires_at", c.Hints.JobExpiresAt, true)
+	x.expiresAfter = compile("hints.job_expires_at.after", c.Hints.JobExpiresAfter, true)
 	x.raw = compile("state.raw", c.State.RawPath, true)
 	if rl := c.RateLimit; rl != nil {
 		x.rlPaths = map[string]*jmespath.JMESPath{}
@@ -132,6 +135,9 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 	f.PollAfter = delayIn(value(x.pollAfter, doc), h.PollAfterUnit)
 	f.NextCheckAt = timeIn(value(x.nextCheck, doc), h.NextCheckAtUnit)
 	f.JobExpiresAt = timeIn(value(x.expires, doc), h.JobExpiresAtUnit)
+	if x.expiresAfter != nil && f.JobExpiresAt != nil {
+		f.JobExpiresAt = relativeExpiry(f.JobExpiresAt, delayIn(value(x.expiresAfter, doc), h.JobExpiresAfterUnit))
+	}
 	return f
 }
 

@@ -55,6 +55,14 @@ func Summary(c *pollwarden.Contract) string {
 	if s.Body != "" {
 		line("body:       %s", s.Body)
 	}
+	if ss := s.Session; ss != nil {
+		notify := ""
+		if ss.Notify != "" {
+			notify = ", then " + ss.Notify
+		}
+		line("session:    %s %s with %s%s; every request carries its %s (a 404 to it opens a new session)",
+			ss.Method, ss.URL, ss.Body, notify, ss.Header)
+	}
 	if cr := s.Credential; cr != nil {
 		scheme := ""
 		if cr.Scheme != "" {
@@ -103,8 +111,12 @@ func Summary(c *pollwarden.Contract) string {
 		req = append(req, fmt.Sprintf("%s (%s)", f.Path, f.Kind))
 	}
 	line("result:     requires %s; error at %s", list(req), orNone(c.Result.ErrorPath))
+	expires := orNone(c.Hints.JobExpiresAt)
+	if c.Hints.JobExpiresAfter != "" {
+		expires += " + " + c.Hints.JobExpiresAfter
+	}
 	line("hints:      poll_after_seconds %s, next_check_at %s, job_expires_at %s",
-		orNone(c.Hints.PollAfterSeconds), orNone(c.Hints.NextCheckAt), orNone(c.Hints.JobExpiresAt))
+		orNone(c.Hints.PollAfterSeconds), orNone(c.Hints.NextCheckAt), expires)
 	line("404:        pending for %s after start, then integration_failure", pollwarden.ShortDuration(c.NotFoundPendingFor))
 	line("backoff:    base %s, max %s (jittered 50–100%%)", pollwarden.ShortDuration(c.Backoff.Base), pollwarden.ShortDuration(c.Backoff.Max))
 	l := c.Limits

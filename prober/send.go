@@ -118,6 +118,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		case int64(len(body)) > limit:
 			resp.BodyTooLarge = true
 		default:
+			if isEventStream(r.Header.Get("Content-Type")) {
+				body = eventStreamJSON(body)
+			}
 			resp.body = &answerBody{raw: body}
 		}
 		return resp

@@ -120,6 +120,9 @@ func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.Contract, rawURL 
 		a.Problem = fmt.Sprintf("the answer is larger than max_body_bytes (%d)", limit)
 		return a
 	}
+	if isEventStream(r.Header.Get("Content-Type")) {
+		raw = eventStreamJSON(raw)
+	}
 	if a.Status >= 200 && a.Status < 300 {
 		a.JobID, a.Location, a.Problem = contract.SubmitAnswer(s, r.Header.Get, raw)
 	} else if len(raw) > 0 && len(raw) <= maxProviderError {
