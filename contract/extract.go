@@ -28,6 +28,9 @@ type Extractor struct {
 	raw          *jmespath.JMESPath
 	// rlPaths holds the rate_limit body paths, by expression.
 	rlPaths map[string]*jmespath.JMESPath
+	// keep is the set of top-level keys the paths above may read (nil:
+	// any), so a large body is decoded only where it is read.
+	keep map[string]bool
 }
 
 type compiledField struct {
@@ -78,6 +81,12 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	if err := problemsOf(probs); err != nil {
 		return nil, err
 	}
+	exprs := []string{c.State.Path, c.Result.ErrorPath, c.Hints.PollAfterSeconds, c.Hints.NextCheckAt,
+		c.Hints.JobExpiresAt, c.Hints.JobExpiresAfter, c.State.RawPath}
+	for _, f := range c.Result.Require {
+		exprs = append(exprs, f.Path)
+	}
+	x.keep = topKeys(exprs...)
 	return x, nil
 }
 
@@ -92,8 +101,8 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 		f.Problem = fmt.Sprintf("body is larger than max_body_bytes (%d)", lim)
 		return f
 	}
-	var doc any
-	if err := json.Unmarshal(body, &doc); err != nil {
+	doc, err := decodePruned(body, x.keep)
+	if err != nil {
 		f.Problem = "body is not JSON: " + err.Error()
 		return f
 	}
