@@ -298,25 +298,33 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	}
 	a := &pollwarden.Action{Method: "POST"}
 	if s, line, ok := o.str("url", true); ok {
-		s, msg := d.resolve(s)
-		a.URL = s
-		var origin Origin
-		if msg == "" {
-			origin, msg = checkTemplate(s, d.known...)
-		}
-		switch {
-		case msg != "" && d.baseBad:
-		case msg != "":
-			d.addf(line, o.child("url"), "%s", msg)
-		case !allowedBy(AllowedOrigins(c), origin) && statusURLReadable(c):
-			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
-		}
+		a.URL = d.originURL(o, line, s, c, "", d.known...)
 	}
 	if m, line, ok := o.str("method", false); ok {
 		a.Method = d.method(line, o.child("method"), m)
 	}
 	a.Idempotent = o.boolean("idempotent")
 	return a
+}
+
+// originURL resolves a URL template of a request that carries the
+// status credential (cancel, a session handshake) under base_url and
+// reports, at line, a template that does not read or an origin outside
+// the status call's; why is added to a template problem.
+func (d *decoder) originURL(o *object, line int, raw string, c *pollwarden.Contract, why string, known ...string) string {
+	u, msg := d.resolve(raw)
+	var origin Origin
+	if msg == "" {
+		origin, msg = checkTemplate(u, known...)
+	}
+	switch {
+	case msg != "" && d.baseBad:
+	case msg != "":
+		d.addf(line, o.child("url"), "%s%s", msg, why)
+	case !allowedBy(AllowedOrigins(c), origin) && statusURLReadable(c):
+		d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
+	}
+	return u
 }
 
 // statusURLReadable says whether status.url gave an origin, so that a

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
@@ -18,19 +17,7 @@ func (d *decoder) session(o *object, c *pollwarden.Contract) *pollwarden.Session
 	}
 	s := &pollwarden.SessionSpec{Method: "POST", URL: c.Status.URL}
 	if u, line, ok := o.str("url", false); ok {
-		u, msg := d.resolve(u)
-		s.URL = u
-		var origin Origin
-		if msg == "" {
-			origin, msg = checkTemplate(u)
-		}
-		switch {
-		case msg != "" && d.baseBad:
-		case msg != "":
-			d.addf(line, o.child("url"), "%s (a session is shared by every job, so it takes no variable)", msg)
-		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):
-			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
-		}
+		s.URL = d.originURL(o, line, u, c, " (a session is shared by every job, so it takes no variable)")
 	} else if strings.Contains(s.URL, "{") {
 		d.addf(o.line, o.child("url"), "status.url has variables, and a session is shared by every job: give session.url")
 	}

@@ -28,6 +28,15 @@ const (
 	MaxRedirects = 5
 )
 
+// callTimeout is one request's bound: the contract's status timeout, or
+// DefaultTimeout when it is unset.
+func callTimeout(c *pollwarden.Contract) time.Duration {
+	if c.Status.Timeout > 0 {
+		return c.Status.Timeout
+	}
+	return DefaultTimeout
+}
+
 // Options configure a Prober. Only Now is required.
 type Options struct {
 	// Transport defaults to a clone of http.DefaultTransport with the

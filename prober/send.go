@@ -29,10 +29,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: err.Error() + "; nothing sent"}
 	}
 
-	timeout := c.Status.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := callTimeout(c)
 	limit := c.Status.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes

@@ -151,10 +151,7 @@ func (p *Prober) sessionRequest(ctx context.Context, c *pollwarden.Contract, aut
 	if err != nil {
 		return nil, &sessionFailure{class: pollwarden.TransportTLS, detail: err.Error() + "; nothing sent"}
 	}
-	timeout := c.Status.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := callTimeout(c)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, s.Method, u.String(), bytes.NewReader(body))

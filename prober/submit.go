@@ -68,10 +68,7 @@ func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.Contract, rawURL 
 	if err := contract.CheckOrigin(c, u.String()); err != nil {
 		return SubmitAnswer{TransportDetail: err.Error()}
 	}
-	timeout := c.Status.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := callTimeout(c)
 	limit := c.Status.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
