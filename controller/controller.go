@@ -67,6 +67,7 @@ type Controller struct {
 	leaseRetry time.Duration
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
+	callbacks  callbackLedgers
 }
 
 // New checks opts and returns a Controller.
