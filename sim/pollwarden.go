@@ -125,10 +125,14 @@ func (p *realPolicy) init(e *engine) {
 	if p.cb {
 		p.ledger = policy.NewCallbackLedger()
 	}
+	// The factors come from one sequence, as from a controller's
+	// (policy.FactorSequence), started from the strategy's own stream.
+	start := newRNG(p.seed, p.id+"/factors", 0)
+	factors := policy.NewFactorSequence(&start)
 	for k := range n {
 		id := "sim-" + strconv.Itoa(k)
 		p.rngs[k] = newRNG(p.seed, p.id, k)
-		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id, Rand: &p.rngs[k]}, at(e.pop.start[k]))
+		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id, Rand: factors}, at(e.pop.start[k]))
 		if err != nil {
 			panic(err) // the contract is a constant; tests cover it
 		}
