@@ -190,24 +190,10 @@ limits: {deadline: 1h, max_status_requests: 200, max_transport_failures: 3, max_
 func TestServeTrustedCallbacksSavePolls(t *testing.T) {
 	t.Setenv("PW_CB_SECRET", cbCanary)
 	prov := newBatchProvider(t)
-	dir := t.TempDir()
-	cdir := filepath.Join(dir, "contracts")
-	if err := os.Mkdir(cdir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, cb := range map[string]bool{"batch-cb": true, "batch-plain": false} {
-		if err := os.WriteFile(filepath.Join(cdir, name+".yaml"), []byte(batchContract(name, prov.srv.URL, cb)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))
-	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
-		"--tokens", filepath.Join(dir, "tokens.yaml"))
-	defer p.cmd.Process.Kill()
-	base := listenAddr(t, p)
+	dir, p, base := serveContracts(t, map[string]string{
+		"batch-cb.yaml":    batchContract("batch-cb", prov.srv.URL, true),
+		"batch-plain.yaml": batchContract("batch-plain", prov.srv.URL, false),
+	})
 	prov.callback = base + "/v1/callbacks/batch-cb"
 
 	run := func(contract, prefix string, n int, d time.Duration, how func(i int) delivery) []string {
@@ -302,4 +288,29 @@ func TestServeTrustedCallbacksSavePolls(t *testing.T) {
 		}
 	}
 	assertNoCanary(t, dir, p)
+}
+
+// serveContracts starts serve on a fresh SQLite store with the given
+// contract files and one agent token ("agent-token"); the process is
+// killed when the test ends.
+func serveContracts(t *testing.T, contracts map[string]string) (dir string, p *proc, base string) {
+	t.Helper()
+	dir = t.TempDir()
+	cdir := filepath.Join(dir, "contracts")
+	if err := os.Mkdir(cdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range contracts {
+		if err := os.WriteFile(filepath.Join(cdir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))
+	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
+		"--tokens", filepath.Join(dir, "tokens.yaml"))
+	t.Cleanup(func() { p.cmd.Process.Kill() })
+	return dir, p, listenAddr(t, p)
 }
