@@ -22,7 +22,7 @@ import (
 func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	if p.Rand == nil {
-		p.Rand = c.rand
+		p.Rand = c.factors
 	}
 	key := ""
 	if ct.Submit != nil && ct.Submit.IdempotencyKeyHeader != "" {

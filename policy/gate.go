@@ -30,8 +30,9 @@ type GateResult struct {
 	Until   time.Time
 	Op      *pollwarden.Operation
 	Events  []pollwarden.Event
-	// Spread is set with Wait when a late wake-up was spread (R9): Op has
-	// its new NextPollAt and must be saved, with Events, before sleeping.
+	// Spread is set with Wait when Op has a new NextPollAt that must be
+	// saved, with Events, before sleeping: a late wake-up was spread (R9),
+	// or a poll waits for the safety net (CallbackLedger.HoldWaiting).
 	Spread bool
 }
 
