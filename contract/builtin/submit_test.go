@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -22,21 +23,38 @@ import (
 
 // TestReplaySubmissions: each built-in with a submit block submits
 // against its provider's own create answer (the fixture named create),
-// records the job id it holds, then polls that job to its end.
+// records the job id it holds, then polls that job to its end. The
+// create fixture's .meta.json, where there is one, gives its status code.
 func TestReplaySubmissions(t *testing.T) {
 	for _, tc := range []struct {
 		name, create, done, path, job, body string
+		vars                                 map[string]string
 	}{
 		{"openai-batch", "pending", "succeeded", "/v1/batches", "batch_abc123",
-			`{"input_file_id":"file-abc123","endpoint":"/v1/chat/completions","completion_window":"24h"}`},
+			`{"input_file_id":"file-abc123","endpoint":"/v1/chat/completions","completion_window":"24h"}`, nil},
 		{"anthropic-message-batch", "pending", "succeeded", "/v1/messages/batches", "msgbatch_013Zva2CMHLNnXjNJJKqJ2EF",
-			`{"requests":[{"custom_id":"my-first-request","params":{"model":"claude-3-5-sonnet-20241022","max_tokens":1024,"messages":[{"role":"user","content":"Hello, world"}]}}]}`},
+			`{"requests":[{"custom_id":"my-first-request","params":{"model":"claude-3-5-sonnet-20241022","max_tokens":1024,"messages":[{"role":"user","content":"Hello, world"}]}}]}`, nil},
+		{"replicate-prediction", "create", "succeeded", "/v1/predictions", "azaq55dbukgxg6kubr4k6g3pby",
+			`{"version":"a00d0b7dcbb9c3fbb34ba87d2d5b46c56969c84a628bf778a7fdaec30b1b99c5","input":{"prompt":"a studio photo of a rainbow colored corgi","width":512,"height":512,"seed":42069}}`, nil},
+		{"assemblyai-transcript", "pending", "succeeded", "/v2/transcript", "TRANSCRIPT_ID",
+			`{"audio_url":"https://example.com/wildfires.mp3"}`, nil},
+		{"google-lro", "pending", "succeeded", "/v1/projects/example-project/locations/us-central1/clusters", "projects/example-project/locations/us-central1/operations/operation-example",
+			`{"shardCount":3,"pscConfigs":[{"network":"projects/example-project/global/networks/default"}]}`,
+			map[string]string{"start_path": "projects/example-project/locations/us-central1/clusters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.name)
 			create, err := os.ReadFile(filepath.Join(dir, tc.create+".json"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			createCode := http.StatusOK
+			if m, err := os.ReadFile(filepath.Join(dir, tc.create+".meta.json")); err == nil {
+				var meta struct{ Status int }
+				if err := json.Unmarshal(m, &meta); err != nil {
+					t.Fatal(err)
+				}
+				createCode = meta.Status
 			}
 			done, err := os.ReadFile(filepath.Join(dir, tc.done+".json"))
 			if err != nil {
@@ -54,6 +72,7 @@ func TestReplaySubmissions(t *testing.T) {
 						w.WriteHeader(http.StatusNotFound)
 						return
 					}
+					w.WriteHeader(createCode)
 					_, _ = w.Write(create)
 					return
 				}
@@ -77,12 +96,12 @@ func TestReplaySubmissions(t *testing.T) {
 			getenv := func(string) (string, bool) { return replayToken, true }
 			ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 				Prober: prober.New(prober.Options{Now: clock.Now, Getenv: getenv})})
-			op, err := ctl.SubmitJob(context.Background(), ex, policy.NewParams{ID: "op-submit"}, []byte(tc.body))
+			op, err := ctl.SubmitJob(context.Background(), ex, policy.NewParams{ID: "op-submit", Vars: tc.vars}, []byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if op.Phase != pollwarden.PhaseWaiting || op.ProviderJobID != tc.job || op.Submission.IdempotencyKey != "" {
-				t.Fatalf("after the create answer: phase %s job %q key %q", op.Phase, op.ProviderJobID, op.Submission.IdempotencyKey)
+				t.Fatalf("after the create answer: phase %s job %q key %q (%+v)", op.Phase, op.ProviderJobID, op.Submission.IdempotencyKey, op.Escalation)
 			}
 			final, err := ctl.Wait(context.Background(), ex, op.ID, nil)
 			if err != nil {
