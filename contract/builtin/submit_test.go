@@ -28,7 +28,7 @@ import (
 func TestReplaySubmissions(t *testing.T) {
 	for _, tc := range []struct {
 		name, create, done, path, job, body string
-		vars                                 map[string]string
+		vars                                map[string]string
 	}{
 		{"openai-batch", "pending", "succeeded", "/v1/batches", "batch_abc123",
 			`{"input_file_id":"file-abc123","endpoint":"/v1/chat/completions","completion_window":"24h"}`, nil},
