@@ -23,6 +23,10 @@ base_url: https://api.example.com
 	if err != nil || c.Submit.MaxAttempts != 1 || c.Submit.StatusLocation != "" {
 		t.Fatalf("submit without key: %+v, %v", c.Submit, err)
 	}
+	c, err = Parse([]byte(base + "submit: {url: \"https://api.example.com/v1/exports\", status_location: \"header:Operation-Location\"}\n"))
+	if err != nil || c.Submit.JobIDPath != "" {
+		t.Fatalf("a status location without job_id_path: %+v, %v", c.Submit, err)
+	}
 }
 
 func TestParseSubmitBad(t *testing.T) {
@@ -66,5 +70,14 @@ func TestSubmitAnswer(t *testing.T) {
 		if job != tc.job || at != tc.at || !strings.Contains(problem, tc.problem) || (tc.problem == "") != (problem == "") {
 			t.Errorf("%s %s: got %q %q %q", tc.loc, tc.body, job, at, problem)
 		}
+	} // Without job_id_path the status location names the job: an empty
+	// body is no problem, a missing header is.
+	s := &pollwarden.SubmitSpec{StatusLocation: "header:Operation-Location"}
+	if job, at, problem := SubmitAnswer(s, hdr, nil); job != "" || at != "https://api.example.com/ops/7" || problem != "" {
+		t.Errorf("header only: got %q %q %q", job, at, problem)
+	}
+	s.StatusLocation = "header:Azure-AsyncOperation"
+	if _, _, problem := SubmitAnswer(s, hdr, nil); !strings.Contains(problem, "no status location") {
+		t.Errorf("no header: problem %q", problem)
 	}
 }

@@ -2,13 +2,13 @@ package builtin_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +23,9 @@ import (
 
 // TestReplaySubmissions: each built-in with a submit block submits
 // against its provider's own create answer (the fixture named create),
-// records the job id it holds, then polls that job to its end. The
-// create fixture's .meta.json, where there is one, gives its status code.
+// records the job (and the status location) it names, then polls that
+// job to its end. The create fixture's .meta.json gives its status code
+// and headers.
 func TestReplaySubmissions(t *testing.T) {
 	for _, tc := range []struct {
 		name, create, done, path, job, body string
@@ -38,31 +39,25 @@ func TestReplaySubmissions(t *testing.T) {
 			`{"version":"a00d0b7dcbb9c3fbb34ba87d2d5b46c56969c84a628bf778a7fdaec30b1b99c5","input":{"prompt":"a studio photo of a rainbow colored corgi","width":512,"height":512,"seed":42069}}`, nil},
 		{"assemblyai-transcript", "pending", "succeeded", "/v2/transcript", "TRANSCRIPT_ID",
 			`{"audio_url":"https://example.com/wildfires.mp3"}`, nil},
+		{"azure-operation", "create", "lowercase_succeeded", "/language/analyze-documents/jobs", "",
+			`{"displayName":"Document Extractive Summarization Task Example","analysisInput":{"documents":[{"location":"https://myaccount.blob.core.windows.net/sample-input/input.pdf","language":"en-US","id":"doc_0"}]},"tasks":[{"kind":"ExtractiveSummarization","taskName":"Document Extractive Summarization Task 1"}]}`,
+			map[string]string{"submit_path": "language/analyze-documents/jobs", "api_version": "2024-11-15-preview"}},
 		{"google-lro", "pending", "succeeded", "/v1/projects/example-project/locations/us-central1/clusters", "projects/example-project/locations/us-central1/operations/operation-example",
 			`{"shardCount":3,"pscConfigs":[{"network":"projects/example-project/global/networks/default"}]}`,
 			map[string]string{"start_path": "projects/example-project/locations/us-central1/clusters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.name)
-			create, err := os.ReadFile(filepath.Join(dir, tc.create+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			createCode := http.StatusOK
-			if m, err := os.ReadFile(filepath.Join(dir, tc.create+".meta.json")); err == nil {
-				var meta struct{ Status int }
-				if err := json.Unmarshal(m, &meta); err != nil {
-					t.Fatal(err)
-				}
-				createCode = meta.Status
-			}
+			create := loadAnswer(t, dir, tc.create)
 			done, err := os.ReadFile(filepath.Join(dir, tc.done+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
 			posts := 0
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var gets []string
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				if r.Method == http.MethodPost {
 					mu.Lock()
@@ -72,10 +67,19 @@ func TestReplaySubmissions(t *testing.T) {
 						w.WriteHeader(http.StatusNotFound)
 						return
 					}
-					w.WriteHeader(createCode)
-					_, _ = w.Write(create)
+					for k, v := range create.header {
+						// A status location names the provider's own host
+						// (or a placeholder): here it is this server.
+						v = strings.Replace(v, "https://{your-language-resource-endpoint}", srv.URL, 1)
+						w.Header().Set(k, v)
+					}
+					w.WriteHeader(create.status)
+					_, _ = w.Write(create.body)
 					return
 				}
+				mu.Lock()
+				gets = append(gets, r.URL.RequestURI())
+				mu.Unlock()
 				_, _ = w.Write(done)
 			}))
 			defer srv.Close()
@@ -109,6 +113,15 @@ func TestReplaySubmissions(t *testing.T) {
 			}
 			if final.Phase != pollwarden.PhaseSucceeded || posts != 1 {
 				t.Fatalf("final %s/%s after %d submissions", final.Phase, final.Reason, posts)
+			}
+			// The status request goes to the job the answer named: its id
+			// under status.url, or the status location it gave.
+			want := tc.job
+			if want == "" {
+				want = "/language/analyze-documents/jobs/f1cc29ff-9738-42ea-afa5-98d2d3cabf94?api-version=2024-11-15-preview"
+			}
+			if len(gets) == 0 || !strings.Contains(gets[0], want) {
+				t.Fatalf("status requests %q, want one for %s", gets, want)
 			}
 		})
 	}
