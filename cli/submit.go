@@ -73,7 +73,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	if ct.Submit == nil {
 		return usage(fmt.Errorf("contract %s has no submit block: pollwarden cannot submit its jobs (use wait with the job id)", ct.Name))
 	}
-	if p.Vars, err = contract.OperationVars(ct, p.Vars, false); err != nil {
+	if p.Vars, err = contract.SubmitVars(ct, p.Vars); err != nil {
 		return usage(fmt.Errorf("--var: %w", err))
 	}
 	if _, err := contract.SubmitURL(ct, p.Vars); err != nil {

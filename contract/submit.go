@@ -138,3 +138,13 @@ func scalarText(v any) string {
 	}
 	return ""
 }
+
+// SubmitVars checks the variables of a submission like OperationVars.
+// The status URL's own variables are needed only when the answer does
+// not name the status resource itself (no status_location): an Azure
+// submission answered with Operation-Location needs no variable of the
+// status.url template.
+func SubmitVars(c *pollwarden.Contract, given map[string]string) (map[string]string, error) {
+	fromAnswer := c != nil && c.Submit != nil && c.Submit.StatusLocation != ""
+	return OperationVars(c, given, fromAnswer)
+}

@@ -31,7 +31,7 @@ func submitProblems(ct *pollwarden.Contract, req createRequest) []string {
 		problems = append(problems, "submit.body is required: the JSON body of the submission")
 	}
 	if ct.Submit != nil {
-		vars, err := contract.OperationVars(ct, req.Vars, false)
+		vars, err := contract.SubmitVars(ct, req.Vars)
 		if err == nil {
 			if _, err := contract.SubmitURL(ct, vars); err != nil {
 				problems = append(problems, fmt.Sprintf("submit url: %v", err))

@@ -45,7 +45,7 @@ func (s *server) submitJob(ctx context.Context, _ *sdk.CallToolRequest, in Submi
 		problems = append(problems, "body is required: the JSON body of the submission")
 	}
 	p := policy.NewParams{ID: in.OperationID}
-	vars, err := contract.OperationVars(ct, in.Vars, false)
+	vars, err := contract.SubmitVars(ct, in.Vars)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("vars: %v", err))
 	} else if ct.Submit != nil {
