@@ -120,27 +120,7 @@ func TestServeTakesOverSubmissionWithKey(t *testing.T) {
 func TestServeSendsSubmissionRecordedButNeverSent(t *testing.T) {
 	p := newSubmitProvider(t)
 	dir, args := daemonDir(t, p, "")
-	b, err := os.ReadFile(filepath.Join(dir, "contracts", "c.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := contract.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "pw.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, events, err := policy.NewSubmission(c, policy.NewParams{ID: "sub-d", Owner: "build-agent"}, []byte(`{"report":"q3"}`), "", time.Now().Add(-20*time.Second))
-	if err == nil {
-		err = st.OperationCreate(ctx, op, events)
-	}
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recordUnsent(t, filepath.Join(dir, "contracts", "c.yaml"), filepath.Join(dir, "pw.db"), "sub-d", "build-agent", `{"report":"q3"}`)
 	srv := start(t, args...)
 	defer srv.cmd.Process.Kill()
 	base := listenAddr(t, srv)
@@ -162,4 +142,54 @@ func stopServe(t *testing.T, p *proc) {
 	if code := p.exitCode(t); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM: %s", code, p.stderr.String())
 	}
+}
+
+// recordUnsent writes the record a submitter leaves when it dies after
+// recording a submission and before sending it (created 20 s ago, so no
+// live submitter can still be about to send it).
+func recordUnsent(t *testing.T, contractPath, storePath, id, owner, body string) {
+	t.Helper()
+	b, err := os.ReadFile(contractPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := contract.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, storePath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	op, events, err := policy.NewSubmission(c, policy.NewParams{ID: id, Owner: owner}, []byte(body), "", time.Now().Add(-20*time.Second))
+	if err == nil {
+		err = st.OperationCreate(ctx, op, events)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSubmitResumedBeforeSendSendsOnce: the submitter died after
+// recording the submission and before sending it; running the same
+// command again sends it once, as its first attempt.
+func TestSubmitResumedBeforeSendSendsOnce(t *testing.T) {
+	p := newSubmitProvider(t)
+	dir := t.TempDir()
+	path := submitContract(t, dir, p.srv.URL, "")
+	args := submitArgs(t, dir, path, "--operation-id", "sub-b")
+	recordUnsent(t, path, filepath.Join(dir, "pw.db"), "sub-b", "cli:someone", `{"report":"q3","format":"csv"}`)
+	run := start(t, args...)
+	if code := run.exitCode(t); code != 0 {
+		t.Fatalf("exit %d; stdout %s stderr %s", code, run.stdout.String(), run.stderr.String())
+	}
+	if out := outcome(t, run); out["provider_job_id"] != "job-1" || out["outcome"] != "succeeded" {
+		t.Fatalf("outcome %v", out)
+	}
+	if jobs, posts, _ := p.counts(); jobs != 1 || len(posts) != 1 {
+		t.Fatalf("provider created %d jobs from %d submissions; want 1 from 1", jobs, len(posts))
+	}
+	assertNoCanary(t, dir, run)
 }
