@@ -219,11 +219,18 @@ func cliRun(t *testing.T, r *rig, args ...string) answer {
 	return a
 }
 
-// mcpCall calls one tool through r's MCP session; a tool error is a
-// refusal.
+// mcpCall calls one tool through r's MCP session.
 func mcpCall(t *testing.T, r *rig, tool string, args map[string]any) answer {
 	t.Helper()
-	res, err := mcpSession(t, r).CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	return callTool(t, mcpSession(t, r), tool, args)
+}
+
+// callTool calls one tool; a tool error (or a protocol error, such as
+// arguments the tool's schema refuses) is a refusal, as the model sees
+// it, and an accepted answer names its operation.
+func callTool(t *testing.T, cs *sdk.ClientSession, tool string, args any) answer {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return answer{class: refused, text: err.Error()}
 	}
@@ -240,6 +247,8 @@ func mcpCall(t *testing.T, r *rig, tool string, args map[string]any) answer {
 		ID string `json:"operation_id"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(b, &out)
+	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
+		t.Fatalf("%s answered without an operation id: %s", tool, b)
+	}
 	return answer{class: accepted, id: out.ID, text: text.String()}
 }

@@ -40,29 +40,31 @@ const daemonSubmit = `{"operation_id":"sub-d","contract":"sub-test","submit":{"b
 // provider has created the job and holds its answer, and SIGKILLs serve
 // before the answer can be recorded.
 func killServeWhileHeld(t *testing.T, p *submitProvider, args []string) *proc {
-	p.mu.Lock()
-	p.hold = make(chan struct{})
-	p.mu.Unlock()
-	first := start(t, args...)
-	base := listenAddr(t, first)
-	go func() {
-		req, _ := http.NewRequest("POST", base+"/v1/operations", strings.NewReader(daemonSubmit))
-		req.Header.Set("Authorization", "Bearer agent-token")
-		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	waitFor(t, "the submission at the provider", func() bool { _, posts, _ := p.counts(); return len(posts) == 1 })
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.cmd.Wait()
-	p.mu.Lock()
-	close(p.hold)
-	p.hold = nil
-	p.mu.Unlock()
-	return first
+	return killWhenHeld(t, p, func() *proc {
+		first := start(t, args...)
+		base := listenAddr(t, first)
+		go func() {
+			req, _ := http.NewRequest("POST", base+"/v1/operations", strings.NewReader(daemonSubmit))
+			req.Header.Set("Authorization", "Bearer agent-token")
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return first
+	})
+}
+
+// serveKilledAndRestarted kills serve while its submission's answer is
+// held (killServeWhileHeld) and starts the next serve on the same store;
+// base is the new one's address.
+func serveKilledAndRestarted(t *testing.T, extra string) (p *submitProvider, dir string, first, second *proc, base string) {
+	p = newSubmitProvider(t)
+	dir, args := daemonDir(t, p, extra)
+	first = killServeWhileHeld(t, p, args)
+	second = start(t, args...)
+	t.Cleanup(func() { _ = second.cmd.Process.Kill() })
+	return p, dir, first, second, listenAddr(t, second)
 }
 
 // TestServeTakesOverSubmissionWithoutKey: serve dies after sending a
@@ -70,12 +72,7 @@ func killServeWhileHeld(t *testing.T, p *submitProvider, args []string) *proc {
 // operation still submitting and, the contract declaring no idempotency
 // key, sends nothing: it escalates integration_failure with the question.
 func TestServeTakesOverSubmissionWithoutKey(t *testing.T) {
-	p := newSubmitProvider(t)
-	dir, args := daemonDir(t, p, "")
-	first := killServeWhileHeld(t, p, args)
-	second := start(t, args...)
-	defer second.cmd.Process.Kill()
-	base := listenAddr(t, second)
+	p, dir, first, second, base := serveKilledAndRestarted(t, "")
 	op := waitPhase(t, base, "sub-d", "escalated")
 	msg := fmt.Sprint(op["escalation"])
 	if op["reason"] != "integration_failure" || !strings.Contains(msg, "may or may not have the job") || !strings.Contains(msg, "resubmit") {
@@ -93,12 +90,7 @@ func TestServeTakesOverSubmissionWithoutKey(t *testing.T) {
 // serve re-sends the interrupted submission with the stored key, the
 // provider keeps one job, and the daemon then waits for it to its end.
 func TestServeTakesOverSubmissionWithKey(t *testing.T) {
-	p := newSubmitProvider(t)
-	dir, args := daemonDir(t, p, "  idempotency_key_header: Idempotency-Key\n")
-	first := killServeWhileHeld(t, p, args)
-	second := start(t, args...)
-	defer second.cmd.Process.Kill()
-	base := listenAddr(t, second)
+	p, dir, first, second, base := serveKilledAndRestarted(t, "  idempotency_key_header: Idempotency-Key\n")
 	op := waitPhase(t, base, "sub-d", "succeeded")
 	jobs, posts, statuses := p.counts()
 	if jobs != 1 || len(posts) != 2 || statuses != 1 || op["provider_job_id"] != "job-1" {

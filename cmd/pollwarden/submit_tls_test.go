@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/pem"
 	"fmt"
 	"log"
@@ -13,24 +12,6 @@ import (
 	"sync"
 	"testing"
 )
-
-// lockedBuffer collects a server's error log while its goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestSubmitStatusLocationPlainHTTPRefused: an https provider answers
 // its submission with a 202 whose Operation-Location is plain http on
@@ -55,7 +36,7 @@ func TestSubmitStatusLocationPlainHTTPRefused(t *testing.T) {
 		fmt.Fprint(w, `{"state":"succeeded","result":{"url":"https://files.example/a.csv"}}`)
 	})
 	srv = httptest.NewUnstartedServer(mux)
-	var errs lockedBuffer
+	var errs syncBuffer
 	srv.Config.ErrorLog = log.New(&errs, "", 0)
 	srv.StartTLS()
 	defer srv.Close()
@@ -75,12 +56,7 @@ func TestSubmitStatusLocationPlainHTTPRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := start(t, submitArgs(t, dir, path)...)
-	if code := run.exitCode(t); code != 26 {
-		t.Fatalf("exit %d, want 26; stdout %s stderr %s", code, run.stdout.String(), run.stderr.String())
-	}
-	if out := outcome(t, run); !strings.Contains(fmt.Sprint(out), "plain http") {
-		t.Fatalf("outcome %v", out)
-	}
+	wantLocationRefused(t, run, "plain http")
 	mu.Lock()
 	n := statuses
 	mu.Unlock()
