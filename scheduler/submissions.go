@@ -35,8 +35,15 @@ func (l *loop) sweepSubmissions(ctx context.Context, now time.Time) {
 		}
 		ex, ok := s.contracts.Get(op.Contract)
 		if !ok {
-			continue // nothing can be sent without it; looked at again next sweep
+			// Nothing can be sent without it; looked at again next sweep.
+			if !l.missing[op.ID] {
+				l.missing[op.ID] = true
+				s.log.Warn("contract not in the current set; a submission left unanswered waits for it",
+					"operation", op.ID, "contract", op.Contract)
+			}
+			continue
 		}
+		delete(l.missing, op.ID)
 		if !s.started(op.ID) {
 			return // no slot free: the next sweep comes soon
 		}
