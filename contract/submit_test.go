@@ -14,6 +14,9 @@ base_url: https://api.example.com
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sum := Summary(c); !strings.Contains(sum, "submit:     POST https://api.example.com/v1/exports; job id at id, status from header:Operation-Location, Idempotency-Key sent with a stored key, up to 3 times") {
+		t.Errorf("contract check does not show the submission:\n%s", sum)
+	}
 	s := c.Submit
 	if s == nil || s.URL != "https://api.example.com/v1/exports" || s.Method != "POST" || s.MaxAttempts != 3 ||
 		s.IdempotencyKeyHeader != "Idempotency-Key" || s.StatusLocation != "header:Operation-Location" {
