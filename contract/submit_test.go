@@ -84,31 +84,3 @@ func TestSubmitAnswer(t *testing.T) {
 		t.Errorf("no header: problem %q", problem)
 	}
 }
-
-// TestSubmitVars: the status URL's variables are needed for a submission
-// only when its answer does not name the status resource.
-func TestSubmitVars(t *testing.T) {
-	const yaml = `version: 1
-name: arm
-base_url: https://api.example.com
-vars:
-  sub: {pattern: "^[a-z0-9]+$"}
-  path: {pattern: "^[a-z]+(/[a-z]+)*$"}
-status: {url: "/subs/{sub}/ops/{job_id}"}
-state: {path: status, pending: [running], success: [done]}
-submit: {url: "/{+path}"%s}
-`
-	for _, tc := range []struct{ extra, problem string }{
-		{`, status_location: "header:Azure-AsyncOperation"`, ""},
-		{`, job_id_path: id`, "variable sub: required by the status URL"},
-	} {
-		c, err := Parse([]byte(strings.Replace(yaml, "%s", tc.extra, 1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = SubmitVars(c, map[string]string{"path": "a/b"})
-		if (tc.problem == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.problem)) {
-			t.Errorf("%s: %v, want %q", tc.extra, err, tc.problem)
-		}
-	}
-}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -75,34 +73,10 @@ var submitDoors = map[string]func(t *testing.T, r *rig, id string) answer{
 	},
 }
 
-// resultDoors asks each door for operation id's result.
-var resultDoors = map[string]func(t *testing.T, r *rig, id string) answer{
-	"cli": func(t *testing.T, r *rig, id string) answer {
-		return cliRun(t, r, "result", id, "--store", r.storePath)
-	},
-	"http": func(t *testing.T, r *rig, id string) answer {
-		req, _ := http.NewRequest("GET", httpServer(t, r)+"/v1/operations/"+id+"/result", nil)
-		req.Header.Set("Authorization", "Bearer "+agentToken)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		a := answer{text: string(b)}
-		switch res.StatusCode {
-		case http.StatusOK:
-			a.class = accepted
-		case http.StatusConflict:
-			a.class = conflict
-		default:
-			a.class = broken
-		}
-		return a
-	},
-	"mcp": func(t *testing.T, r *rig, id string) answer {
-		return mcpCall(t, r, pwmcp.ToolGetResult, map[string]any{"operation_id": id})
-	},
+// resultDoors asks each door for operation id's result, through the
+// use-case hooks of usecases_test.go.
+var resultDoors = map[string]func(t *testing.T, r *rig, req request) (answer, bool){
+	"cli": cliUseCase, "http": httpUseCase, "mcp": mcpUseCase,
 }
 
 // TestDoorsSubmitTheSameRecord: the same submission through the CLI, the
@@ -144,7 +118,7 @@ func TestDoorsRefuseResultBeforeSuccess(t *testing.T) {
 				t.Fatalf("submission answered %s: %s", a.class, a.text)
 			}
 			before, sent := r.facts(t), r.fp.Count("sub-1")
-			a := resultDoors[door](t, r, "op-sub")
+			a, _ := resultDoors[door](t, r, request{kind: fetchResult, target: "op-sub"})
 			want := conflict
 			if door != "http" {
 				want = refused
