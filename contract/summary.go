@@ -147,7 +147,30 @@ func Summary(c *pollwarden.Contract) string {
 	} else {
 		line("cancel:     not documented; never offered")
 	}
+	if sb := c.Submit; sb != nil {
+		line("submit:     %s %s; %s", sb.Method, sb.URL, submitSummary(sb))
+	}
 	return b.String()
+}
+
+// submitSummary says where a submission's job and status come from and
+// whether it may ever be sent twice.
+func submitSummary(s *pollwarden.SubmitSpec) string {
+	var parts []string
+	if s.JobIDPath != "" {
+		parts = append(parts, "job id at "+s.JobIDPath)
+	}
+	if s.StatusLocation != "" {
+		parts = append(parts, "status from "+s.StatusLocation)
+	} else {
+		parts = append(parts, "status at status.url")
+	}
+	if s.IdempotencyKeyHeader != "" {
+		parts = append(parts, fmt.Sprintf("%s sent with a stored key, up to %d times", s.IdempotencyKeyHeader, s.MaxAttempts))
+	} else {
+		parts = append(parts, "no idempotency key: never sent twice")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func list(vals []string) string {
