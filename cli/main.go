@@ -27,6 +27,17 @@ type Env struct {
 	// Version is the version stamped into the binary at link time; empty
 	// when none was, and then the build information tells it.
 	Version string
+	// Clock is where every command reads the time; nil is the wall clock.
+	// Tests pass a fake one to pin relative deadlines and ages.
+	Clock pollwarden.Clock
+}
+
+// clock is env.Clock, or the wall clock when none was given.
+func (env Env) clock() pollwarden.Clock {
+	if env.Clock == nil {
+		return pollwarden.RealClock{}
+	}
+	return env.Clock
 }
 
 // Exit codes of the specification.

@@ -61,7 +61,7 @@ Exit codes are wait's; with --no-wait, 0 once the job id is recorded.`,
 }
 
 func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags) error {
-	p, body, err := f.params(cmd, env, time.Now())
+	p, body, err := f.params(cmd, env, env.clock().Now())
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 }
 
 func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) error {
-	now := time.Now()
+	now := env.clock().Now()
 	p, err := f.params(cmd, now)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 func (env Env) waitAndReport(ctx context.Context, ctl *controller.Controller, ex *contract.Extractor, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
 	if !quiet && isTerminal(env.Stderr) {
-		live = &liveLine{w: env.Stderr}
+		live = &liveLine{w: env.Stderr, now: env.clock().Now}
 	}
 	final, err := ctl.Wait(ctx, ex, id, live.update)
 	live.clear()
@@ -204,8 +204,8 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 }
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
-	pr := prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: pollwarden.RealClock{}, Rand: newRand()})
+	pr := prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand()})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started
