@@ -25,7 +25,7 @@ type engine struct {
 func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics) *engine {
 	e := &engine{changes: changes.NewFeed()}
 	opts := controller.Options{
-		Store: st, Clock: env.clock(), Rand: newRand(),
+		Store: st, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack(),
 		Prober: prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
 		OnChange: func(op *pollwarden.Operation) {
 			e.changes.Publish(op)

@@ -205,7 +205,7 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
 	pr := prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand()})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack()})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started

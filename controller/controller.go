@@ -31,6 +31,12 @@ type Options struct {
 	// LeaseRetry is how long to wait when another owner holds the lease;
 	// defaults to 200ms.
 	LeaseRetry time.Duration
+	// LeaseSlack is how much longer than two status timeouts a lease
+	// lasts, for persisting the answer; defaults to DefaultLeaseSlack.
+	// Shorter frees a dead owner's operations sooner (tests that kill a
+	// process set it low); too short lets a slow store write lose its
+	// lease, which fails safe: the write is refused, nothing is sent twice.
+	LeaseSlack time.Duration
 	// OnChange, when set, is called after every saved change of a record,
 	// with the record as saved, so a door can wake long-polls and a
 	// scheduler can look again. It must not block.
@@ -65,6 +71,7 @@ type Controller struct {
 	rand       policy.Rand
 	owner      string
 	leaseRetry time.Duration
+	leaseSlack time.Duration
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
 }
@@ -81,8 +88,11 @@ func New(opts Options) *Controller {
 	if opts.LeaseRetry <= 0 {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
+	if opts.LeaseSlack <= 0 {
+		opts.LeaseSlack = DefaultLeaseSlack
+	}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
-		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer}
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry, leaseSlack: opts.LeaseSlack, onChange: opts.OnChange, observer: opts.Observer}
 }
 
 // Store returns the controller's store, for doors that only read.

@@ -83,7 +83,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 	var gate policy.GateResult
 	var reservation []pollwarden.Event
 	reserved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
 			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
@@ -240,10 +240,13 @@ func (c *Controller) write(ctx context.Context, p pollwarden.SaveParams) error {
 	return err
 }
 
+// DefaultLeaseSlack is Options.LeaseSlack's default.
+const DefaultLeaseSlack = 5 * time.Second
+
 // leaseTTL covers one request and its persistence, no more: the lease is
 // never held while sleeping, and a dead owner's lease frees itself soon.
-func leaseTTL(ct *pollwarden.Contract) time.Duration {
-	return 2*ct.Status.Timeout + 5*time.Second
+func (c *Controller) leaseTTL(ct *pollwarden.Contract) time.Duration {
+	return 2*ct.Status.Timeout + c.leaseSlack
 }
 
 func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error) {

@@ -69,7 +69,7 @@ func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor
 		var events []pollwarden.Event
 		send := false
 		saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-			OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+			OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 			Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 				events, send = nil, false
 				if !fresh.Phase.Submitting() || fresh.Submission == nil {
