@@ -100,7 +100,7 @@ func countSource(evs []struct {
 // unknown job answers exactly as one for a known job. The signing secret
 // reaches no file, log or answer.
 func TestServeProviderCallbackWakesOnePoll(t *testing.T) {
-	t.Setenv("PW_CB_SECRET", cbCanary)
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -143,7 +143,7 @@ callback:
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
+	p := startEnv(t, []string{"PW_CB_SECRET=" + cbCanary}, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
 		"--tokens", filepath.Join(dir, "tokens.yaml"))
 	defer p.cmd.Process.Kill()
 	base := listenAddr(t, p)

@@ -28,6 +28,11 @@ func TestMain(m *testing.M) {
 
 const canary = "sk-canary-7Qx9Zt2LmP-process"
 
+// testLeaseSlack is --lease-slack for tests that kill a process holding
+// leases: the survivors take its operations over after two status
+// timeouts plus this, instead of plus the default five seconds.
+const testLeaseSlack = "200ms"
+
 type proc struct {
 	cmd            *exec.Cmd
 	stdout, stderr syncBuffer
@@ -76,8 +81,16 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with extra environment for the process alone, so that
+// tests which give a process its secrets can run in parallel (t.Setenv
+// cannot).
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(os.Args[0], args...)}
-	p.cmd.Env = append(os.Environ(), "PW_TEST_BE_MAIN=1", "PROC_TOKEN="+canary)
+	p.cmd.Env = append(append(os.Environ(), "PW_TEST_BE_MAIN=1", "PROC_TOKEN="+canary), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -149,13 +162,14 @@ func assertNoCanary(t *testing.T, dir string, procs ...*proc) {
 }
 
 func TestKill9MidWaitThenResumeStaysWithinBudget(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
 	srv.Script("slow", fp.State("running", nil))
 	dir := t.TempDir()
 	args := []string{"wait", "--contract", contractFile(t, dir, srv.URL()), "--job-id", "slow",
-		"--operation-id", "op-kill", "--store", filepath.Join(dir, "pw.db"), "--json", "--quiet"}
+		"--operation-id", "op-kill", "--store", filepath.Join(dir, "pw.db"), "--json", "--quiet", "--lease-slack", testLeaseSlack}
 	first := start(t, args...)
 	waitFor(t, "three requests", func() bool { return srv.Count("slow") >= 3 })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -178,6 +192,7 @@ func TestKill9MidWaitThenResumeStaysWithinBudget(t *testing.T) {
 }
 
 func TestTwoProcessesOneOperationNeverOverlap(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -212,6 +227,7 @@ func TestTwoProcessesOneOperationNeverOverlap(t *testing.T) {
 }
 
 func TestCanaryEchoedByProviderNeverStored(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
