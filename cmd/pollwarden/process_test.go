@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,13 +21,27 @@ import (
 
 // TestMain lets the test binary play the pollwarden binary for subprocess
 // tests: with PW_TEST_BE_MAIN=1 it runs main() instead of the tests.
+//
+// The tests spend most of their time waiting on child processes, timers
+// and a provider's answers, not on the CPU, so unless -parallel is given
+// they run processTestParallel at once instead of GOMAXPROCS (two on a
+// small machine).
 func TestMain(m *testing.M) {
 	if os.Getenv("PW_TEST_BE_MAIN") == "1" {
 		main()
 		return
 	}
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(processTestParallel, runtime.GOMAXPROCS(0))))
+	}
 	os.Exit(m.Run())
 }
+
+// processTestParallel is how many process tests run at once by default.
+const processTestParallel = 8
 
 const canary = "sk-canary-7Qx9Zt2LmP-process"
 
