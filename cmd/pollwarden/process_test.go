@@ -25,7 +25,7 @@ import (
 // The tests spend most of their time waiting on child processes, timers
 // and a provider's answers, not on the CPU, so unless -parallel is given
 // they run processTestParallel at once instead of GOMAXPROCS (two on a
-// small machine).
+// small machine), and one at a time under -race.
 func TestMain(m *testing.M) {
 	if os.Getenv("PW_TEST_BE_MAIN") == "1" {
 		main()
@@ -34,14 +34,20 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
+	switch {
+	case given:
+	case raceEnabled:
+		_ = flag.Set("test.parallel", "1")
+	default:
 		_ = flag.Set("test.parallel", strconv.Itoa(max(processTestParallel, runtime.GOMAXPROCS(0))))
 	}
 	os.Exit(m.Run())
 }
 
-// processTestParallel is how many process tests run at once by default.
-const processTestParallel = 8
+// processTestParallel is how many process tests run at once by default:
+// enough to overlap their waits, few enough that a 1 s status timeout is
+// not a close call on a loaded 2-core machine.
+const processTestParallel = 4
 
 const canary = "sk-canary-7Qx9Zt2LmP-process"
 
