@@ -1,8 +1,9 @@
 // Package controller runs the decision core against the world: it loads and
 // saves records through a pollwarden.Store, holds the lease around one
 // status request, sends it through the prober and persists what package
-// policy decided. Every door (CLI, API, MCP) drives operations through it,
-// so no door re-implements a rule.
+// policy decided. Doors do not call it directly: they call package
+// operations, which checks their input and the caller's rights and then
+// drives operations through it, so no door re-implements a rule.
 package controller
 
 import (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -103,8 +104,8 @@ type ExtensionRequest struct {
 	Justification       string
 }
 
-// MaxJustification keeps a request readable as one line of the story.
-const MaxJustification = 2000
+// maxJustification keeps a request readable as one line of the story.
+const maxJustification = 2000
 
 // ParseExtension reads an extension request as a door received it: the
 // extra time as typed ("15m", "0s"), the extra requests and the reason.
@@ -115,7 +116,7 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 	var problems []string
 	d, err := time.ParseDuration(extraTime)
 	if err != nil || d < 0 {
-		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", quote(extraTime)))
+		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", display.Clip(extraTime)))
 	}
 	if extraRequests < 0 {
 		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", extraRequests))
@@ -127,8 +128,8 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 	switch {
 	case just == "":
 		problems = append(problems, "justification is required: say why, for the person who decides")
-	case len(just) > MaxJustification:
-		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", MaxJustification))
+	case len(just) > maxJustification:
+		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", maxJustification))
 	}
 	if len(problems) > 0 {
 		return ExtensionRequest{}, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
@@ -139,13 +140,4 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 func (p ExtensionRequest) check() error {
 	_, err := ParseExtension(p.ExtraTime.String(), p.ExtraStatusRequests, p.Justification)
 	return err
-}
-
-// quote shortens and quotes a caller's value for a message.
-func quote(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }
