@@ -71,8 +71,8 @@ func goList(t *testing.T, tags string, patterns ...string) map[string]listed {
 
 // TestDependencies: the root package links only the standard library;
 // policy touches no files, sockets, HTTP or databases; the pollwarden
-// binary links neither the testing package nor the plotting library; the
-// MCP door does not depend on the HTTP API.
+// binary links neither the testing package, the plotting library nor
+// River; the MCP door does not depend on the HTTP API.
 func TestDependencies(t *testing.T) {
 	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi")
 	get := func(path string) listed {
@@ -111,9 +111,12 @@ func TestDependencies(t *testing.T) {
 		}
 	})
 
-	t.Run("the binary links no testing and no plotting", func(t *testing.T) {
+	t.Run("the binary links no testing, no plotting and no River", func(t *testing.T) {
+		// River is the bench's yardstick (go run ./bench), never part of
+		// what users run.
 		for _, d := range get(binary).Deps {
-			if d == "testing" || strings.HasPrefix(d, "testing/") || strings.HasPrefix(d, "gonum.org/") {
+			if d == "testing" || strings.HasPrefix(d, "testing/") || strings.HasPrefix(d, "gonum.org/") ||
+				strings.HasPrefix(d, "github.com/riverqueue/") {
 				t.Errorf("cmd/pollwarden links %s", d)
 			}
 		}
