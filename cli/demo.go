@@ -180,7 +180,7 @@ func (env Env) runDemo(ctx context.Context, keep bool, keyFlag string) error {
 		defer os.RemoveAll(dir)
 	}
 	out := env.Stdout
-	v, err := env.demo(ctx, demoOptions{dir: dir, clock: pollwarden.RealClock{}, rand: newRand(), loc: time.Local, sealer: sealer,
+	v, err := env.demo(ctx, demoOptions{dir: dir, clock: env.clock(), rand: newRand(), loc: time.Local, sealer: sealer,
 		started: func(url, name string) {
 			fmt.Fprintf(out, "pollwarden demo: six jobs at a fake provider on %s, contract %s\n", url, name)
 		},

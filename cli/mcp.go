@@ -95,7 +95,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 		}
 		hookRun = d.Run
 	}
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
+	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes, Clock: env.clock(),
 		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp")})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -42,7 +42,7 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 			if err != nil {
 				return err
 			}
-			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex)})
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
 			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
 			if out == "" {
 				_, err := ops.FetchResult(cmd.Context(), p, env.Stdout)

@@ -174,15 +174,15 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	// as `pollwarden mcp`), every other path the JSON API with its own
 	// 404/405 answers.
 	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set,
-		Changes: changes, CredentialAvailable: env.credentialAvailable,
+		Changes: changes, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
 		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon"}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
-	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log})
+	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log, Now: env.clock().Now})
 	mux.Handle(console.Path, ui)
 	mux.HandleFunc("GET /{$}", console.RedirectRoot)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
-		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable,
+		Logger: log, Changes: changes, Registry: reg, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
 		CallbackSecret: func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) }}))
 	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.

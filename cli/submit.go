@@ -77,7 +77,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Judged before the store is opened, so that a bad request creates
 	// no store file.
-	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable}
+	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable, Clock: env.clock()}
 	id, err := operations.Check(o, p)
 	if err != nil {
 		return usage(err)

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
@@ -81,7 +80,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	}
 	// Judged before the store is opened, so that a bad request creates
 	// no store file.
-	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable}
+	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable, Clock: env.clock()}
 	if _, err := operations.Check(o, p); err != nil {
 		return usage(err)
 	}
@@ -142,7 +141,7 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
 	if !quiet && isTerminal(env.Stderr) {
-		live = &liveLine{w: env.Stderr}
+		live = &liveLine{w: env.Stderr, now: env.clock().Now}
 	}
 	final, err := ops.Follow(ctx, caller, id, live.update)
 	live.clear()
@@ -185,8 +184,8 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 }
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
-	pr := prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: pollwarden.RealClock{}, Rand: newRand()})
+	pr := prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack()})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started

@@ -53,7 +53,7 @@ func (env Env) newDispatcher(st pollwarden.Store, cfg *webhook.Config, reg prome
 	_, _ = rand.Read(b[:])
 	return webhook.New(webhook.Options{Store: st, Outbox: ob, Config: cfg,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
-		Clock: pollwarden.RealClock{}, Rand: newRand(), Resolve: env.resolveSecret,
+		Clock: env.clock(), Rand: newRand(), Resolve: env.resolveSecret,
 		Logger: log.With("component", "webhooks"), Observer: metrics.NewWebhooks(reg)})
 }
 

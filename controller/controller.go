@@ -34,6 +34,12 @@ type Options struct {
 	// LeaseRetry is how long to wait when another owner holds the lease;
 	// defaults to 200ms.
 	LeaseRetry time.Duration
+	// LeaseSlack is how much longer than two status timeouts a lease
+	// lasts, for persisting the answer; defaults to DefaultLeaseSlack.
+	// Shorter frees a dead owner's operations sooner (tests that kill a
+	// process set it low); too short lets a slow store write lose its
+	// lease, which fails safe: the write is refused, nothing is sent twice.
+	LeaseSlack time.Duration
 	// OnChange, when set, is called after every saved change of a record,
 	// with the record as saved, so a door can wake long-polls and a
 	// scheduler can look again. It must not block.
@@ -75,6 +81,7 @@ type Controller struct {
 	factors    *policy.FactorSequence
 	owner      string
 	leaseRetry time.Duration
+	leaseSlack time.Duration
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
 	tracer     trace.Tracer
@@ -94,9 +101,12 @@ func New(opts Options) *Controller {
 	if opts.LeaseRetry <= 0 {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
+	if opts.LeaseSlack <= 0 {
+		opts.LeaseSlack = DefaultLeaseSlack
+	}
 	r := &lockedRand{r: opts.Rand}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: r, factors: policy.NewFactorSequence(r),
-		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer,
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry, leaseSlack: opts.LeaseSlack, onChange: opts.OnChange, observer: opts.Observer,
 		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil}
 }
 

@@ -99,7 +99,7 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 	var reservation []pollwarden.Event
 	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
 	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
-		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
 			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
@@ -263,10 +263,13 @@ func (c *Controller) write(ctx context.Context, p pollwarden.SaveParams) error {
 	return err
 }
 
+// DefaultLeaseSlack is Options.LeaseSlack's default.
+const DefaultLeaseSlack = 5 * time.Second
+
 // leaseTTL covers one request and its persistence, no more: the lease is
 // never held while sleeping, and a dead owner's lease frees itself soon.
-func leaseTTL(ct *pollwarden.Contract) time.Duration {
-	return 2*ct.Status.Timeout + 5*time.Second
+func (c *Controller) leaseTTL(ct *pollwarden.Contract) time.Duration {
+	return 2*ct.Status.Timeout + c.leaseSlack
 }
 
 func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error) {

@@ -111,7 +111,7 @@ func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op 
 	var events []pollwarden.Event
 	send := false
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			var next *pollwarden.Operation
 			next, events, send = policy.SubmitTurn(fresh, ct, now)
@@ -156,7 +156,7 @@ func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Extractor,
 		return StepResult{Op: op}, nil
 	}
 	now := c.clock.Now()
-	if due := policy.SubmitOrphanDue(op, leaseTTL(ct)); now.Before(due) {
+	if due := policy.SubmitOrphanDue(op, c.leaseTTL(ct)); now.Before(due) {
 		return StepResult{Op: op, Until: due}, nil
 	}
 	next, t, err := c.submitTurn(ctx, ex, op.Clone())
@@ -166,7 +166,7 @@ func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Extractor,
 	res := StepResult{Op: next, Sent: t == turnSent || t == turnAgain}
 	switch {
 	case t == turnHeld:
-		res.Until = now.Add(leaseTTL(ct))
+		res.Until = now.Add(c.leaseTTL(ct))
 	case t == turnAgain:
 		res.Until = c.clock.Now().Add(ct.Backoff.Base)
 	case next.Phase.Polling():

@@ -100,7 +100,7 @@ func countSource(evs []struct {
 // unknown job answers exactly as one for a known job. The signing secret
 // reaches no file, log or answer.
 func TestServeProviderCallbackWakesOnePoll(t *testing.T) {
-	t.Setenv("PW_CB_SECRET", cbCanary)
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -131,7 +131,7 @@ callback:
   job_id_path: data.id
   event_filter: "type == 'batch.completed'"
 `, srv.URL())
-	dir, p, base := serveContracts(t, map[string]string{"cb.yaml": c})
+	dir, p, base := serveContracts(t, []string{"PW_CB_SECRET=" + cbCanary}, map[string]string{"cb.yaml": c})
 	var answers []string
 	call(t, base, "agent-token", "POST", "/v1/operations", `{"operation_id":"cb-1","contract":"cb-test","job_id":"batch_1"}`, 201)
 	// After the first answer the provider's hint puts the next poll an hour away.

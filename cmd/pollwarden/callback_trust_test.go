@@ -188,9 +188,8 @@ limits: {deadline: 1h, max_status_requests: 200, max_transport_failures: 3, max_
 // the trust, after which the daemon polls as without callbacks again.
 // Every batch ends with the provider's answer.
 func TestServeTrustedCallbacksSavePolls(t *testing.T) {
-	t.Setenv("PW_CB_SECRET", cbCanary)
 	prov := newBatchProvider(t)
-	dir, p, base := serveContracts(t, map[string]string{
+	dir, p, base := serveContracts(t, []string{"PW_CB_SECRET=" + cbCanary}, map[string]string{
 		"batch-cb.yaml":    batchContract("batch-cb", prov.srv.URL, true),
 		"batch-plain.yaml": batchContract("batch-plain", prov.srv.URL, false),
 	})
@@ -293,7 +292,7 @@ func TestServeTrustedCallbacksSavePolls(t *testing.T) {
 // serveContracts starts serve on a fresh SQLite store with the given
 // contract files and one agent token ("agent-token"); the process is
 // killed when the test ends.
-func serveContracts(t *testing.T, contracts map[string]string) (dir string, p *proc, base string) {
+func serveContracts(t *testing.T, env []string, contracts map[string]string) (dir string, p *proc, base string) {
 	t.Helper()
 	dir = t.TempDir()
 	cdir := filepath.Join(dir, "contracts")
@@ -309,7 +308,7 @@ func serveContracts(t *testing.T, contracts map[string]string) (dir string, p *p
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p = start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
+	p = startEnv(t, env, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
 		"--tokens", filepath.Join(dir, "tokens.yaml"))
 	t.Cleanup(func() { p.cmd.Process.Kill() })
 	return dir, p, listenAddr(t, p)

@@ -105,6 +105,7 @@ func newConsoleRig(t *testing.T) *consoleRig {
 // and sees it waiting with the note in the story; an agent sees the same
 // operations read-only, and its queue follows a decision live.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	browserCtx := browser(t)
 	r := newConsoleRig(t)
 	alice := tab(t, browserCtx)
@@ -387,6 +388,7 @@ func postForm(t *testing.T, c *http.Client, u string, v url.Values) int {
 // nothing; the same post with the token works. The session cookie is
 // HttpOnly, SameSite=Strict and holds no token.
 func TestConsoleRefusesForgedPosts(t *testing.T) {
+	t.Parallel()
 	r := newConsoleRig(t)
 	c, csrf, cookies := httpSession(t, r.base, "alice-token")
 	var session *http.Cookie

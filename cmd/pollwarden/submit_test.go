@@ -117,7 +117,7 @@ func submitArgs(t *testing.T, dir, contractPath string, more ...string) []string
 		t.Fatal(err)
 	}
 	return append([]string{"submit", "--contract", contractPath, "--body", body,
-		"--store", filepath.Join(dir, "pw.db"), "--json", "--quiet"}, more...)
+		"--store", filepath.Join(dir, "pw.db"), "--json", "--quiet", "--lease-slack", testLeaseSlack}, more...)
 }
 
 // killWhileHeld starts a submission, waits until the provider has
@@ -151,6 +151,7 @@ func killWhenHeld(t *testing.T, p *submitProvider, begin func() *proc) *proc {
 // after sending, before the answer is recorded; the contract declares no
 // idempotency key, so the rerun sends nothing and asks a person.
 func TestSubmitKilledAfterSendWithoutKeyNeverResends(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	args := submitArgs(t, dir, submitContract(t, dir, p.srv.URL, ""))
@@ -177,6 +178,7 @@ func TestSubmitKilledAfterSendWithoutKeyNeverResends(t *testing.T) {
 // the rerun sends the submission again with the stored key, and the
 // provider keeps one job.
 func TestSubmitKilledAfterSendWithKeyResendsSameKey(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	args := submitArgs(t, dir, submitContract(t, dir, p.srv.URL, "  idempotency_key_header: Idempotency-Key\n"))
@@ -203,6 +205,7 @@ func TestSubmitKilledAfterSendWithKeyResendsSameKey(t *testing.T) {
 // TestSubmitResumedAfterAnswerNeverResubmits: once the answer is
 // recorded, running the command again only waits.
 func TestSubmitResumedAfterAnswerNeverResubmits(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	args := submitArgs(t, dir, submitContract(t, dir, p.srv.URL, ""))
@@ -228,6 +231,7 @@ func TestSubmitResumedAfterAnswerNeverResubmits(t *testing.T) {
 // Operation-Location names another host or another port is refused with
 // integration_failure, and nothing is sent there.
 func TestSubmitStatusLocationOutsideOriginsRefused(t *testing.T) {
+	t.Parallel()
 	var elsewhere int
 	var mu sync.Mutex
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
