@@ -164,3 +164,34 @@ func TestAbandonIsTheOwnersOrAnApprovers(t *testing.T) {
 		t.Errorf("an agent's decision: %v, want forbidden", err)
 	}
 }
+
+// TestExtensionReportsEachFieldOnce: an extra time that is not a duration
+// is refused as typed, once (not again as "both zero"), beside the other
+// problems, each with its field; nothing reaches the audit.
+func TestExtensionReportsEachFieldOnce(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	owner := token("build-agent", pollwarden.RoleAgent, "")
+	if _, _, err := w.ops.Create(ctx, operations.CreateParams{Caller: owner, CreateRequest: operations.CreateRequest{OperationID: "op-x", Contract: "export", JobID: "run"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := w.ops.RequestExtension(ctx, operations.ExtensionParams{Caller: owner, ID: "op-x", ExtraTime: "soon", ExtraStatusRequests: -2})
+	p, ok := operations.AsProblems(err)
+	if !ok || p.Kind != operations.Invalid {
+		t.Fatalf("got %v, want invalid", err)
+	}
+	var fields []string
+	for _, pr := range p.List {
+		fields = append(fields, pr.Field)
+	}
+	if got := strings.Join(fields, ","); got != "extra_time,extra_status_requests,justification" || !strings.Contains(p.Error(), `"soon"`) {
+		t.Errorf("problems on %s: %v", got, err)
+	}
+	events, err := w.store.EventList(ctx, "op-x")
+	if err != nil || len(events) != 1 {
+		t.Errorf("the refused request wrote to the audit: %d events, %v", len(events), err)
+	}
+	if _, ext, err := w.ops.RequestExtension(ctx, operations.ExtensionParams{Caller: owner, ID: "op-x", ExtraTime: "0s", ExtraStatusRequests: 2, Justification: "  slow export  "}); err != nil || ext.Justification != "slow export" {
+		t.Errorf("requests only: %+v %v", ext, err)
+	}
+}
