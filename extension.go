@@ -15,8 +15,8 @@ type ExtensionRequest struct {
 	Justification       string
 }
 
-// MaxJustification keeps a request readable as one line of the story.
-const MaxJustification = 2000
+// maxJustification keeps a request readable as one line of the story.
+const maxJustification = 2000
 
 // FieldProblem is one problem of a value a caller gave: the field it is
 // about, as the API names it, and a message that names it too.
@@ -42,8 +42,8 @@ func (e ExtensionRequest) Problems() []FieldProblem {
 	switch just := strings.TrimSpace(e.Justification); {
 	case just == "":
 		out = append(out, FieldProblem{"justification", "justification is required: say why, for the person who decides"})
-	case len(just) > MaxJustification:
-		out = append(out, FieldProblem{"justification", fmt.Sprintf("justification is longer than %d bytes", MaxJustification)})
+	case len(just) > maxJustification:
+		out = append(out, FieldProblem{"justification", fmt.Sprintf("justification is longer than %d bytes", maxJustification)})
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func TestExtensionRequestProblems(t *testing.T) {
 		"both zero":          {ExtensionRequest{Justification: "slow"}, "extra_time"},
 		"negative":           {ExtensionRequest{ExtraTime: -time.Minute, ExtraStatusRequests: -1, Justification: "slow"}, "extra_time,extra_status_requests"},
 		"no justification":   {ExtensionRequest{ExtraTime: time.Minute, Justification: " \t"}, "justification"},
-		"long justification": {ExtensionRequest{ExtraTime: time.Minute, Justification: strings.Repeat("x", MaxJustification+1)}, "justification"},
+		"long justification": {ExtensionRequest{ExtraTime: time.Minute, Justification: strings.Repeat("x", maxJustification+1)}, "justification"},
 	} {
 		var fields []string
 		for _, p := range tc.e.Problems() {
