@@ -177,8 +177,8 @@ func TestQueueFilters(t *testing.T) {
 	if s := others("phase=waiting"); strings.Contains(s, "alpha-1") {
 		t.Errorf("phase filter:\n%s", s)
 	}
-	if p := b.get("/ui/?phase=bogus"); !strings.Contains(p.body, `Unknown phase &#34;bogus&#34;`) {
-		t.Errorf("bad phase:\n%s", p.body)
+	if p := b.get("/ui/?phase=bogus"); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, `Unknown phase &#34;bogus&#34;`) {
+		t.Errorf("bad phase: %d\n%s", p.status, p.body)
 	}
 }
 

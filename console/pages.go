@@ -92,7 +92,13 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c.render(w, r, http.StatusOK, "queue", map[string]any{
+	// A filter the page cannot apply is refused as every door refuses bad
+	// input (422), with the escalations still shown above it.
+	status := http.StatusOK
+	if problem != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	c.render(w, r, status, "queue", map[string]any{
 		"Viewer": v, "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
 		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
 		"Contracts": c.contracts.Names(), "Events": "/ui/events",
