@@ -66,16 +66,20 @@ type Observer interface {
 // operations; the store's lease keeps one owner per operation across
 // goroutines and processes alike.
 type Controller struct {
-	store      pollwarden.Store
-	prober     *prober.Prober
-	clock      pollwarden.Clock
-	rand       policy.Rand
+	store  pollwarden.Store
+	prober *prober.Prober
+	clock  pollwarden.Clock
+	rand   policy.Rand
+	// factors draws the jitter factors of the operations this process
+	// creates (policy.FactorSequence).
+	factors    *policy.FactorSequence
 	owner      string
 	leaseRetry time.Duration
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
 	tracer     trace.Tracer
 	traced     bool
+	callbacks  callbackLedgers
 }
 
 // New checks opts and returns a Controller.
@@ -90,7 +94,8 @@ func New(opts Options) *Controller {
 	if opts.LeaseRetry <= 0 {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
-	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
+	r := &lockedRand{r: opts.Rand}
+	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: r, factors: policy.NewFactorSequence(r),
 		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer,
 		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil}
 }
@@ -106,7 +111,7 @@ func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p polic
 	ct := ex.Contract()
 	now := c.clock.Now()
 	if p.Rand == nil {
-		p.Rand = c.rand
+		p.Rand = c.factors
 	}
 	fresh, events, err := policy.NewOperation(ct, p, now)
 	if err != nil {

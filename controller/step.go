@@ -82,6 +82,10 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
+	if g, held := c.heldForCallbacks(ct, op, now); held {
+		res, _, err := c.settle(ctx, g, now)
+		return res, err
+	}
 	if res, settled, err := c.settle(ctx, policy.GateUp(op, ct, now, up), now); settled {
 		return res, err
 	}
@@ -182,7 +186,7 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	}
 	obs := observe(ex, resp)
 	now = c.clock.Now()
-	st := policy.Decide(reserved, ct, obs, now, c.rand)
+	st := c.decided(ct, reserved, policy.Decide(reserved, ct, obs, now, c.rand), now)
 	if err := finish(st.Op, st.Events, now); err != nil {
 		return StepResult{}, err
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -60,29 +59,7 @@ func (mcpDoor) do(t *testing.T, r *rig, req request) answer {
 	}
 	// Raw JSON, so that a string that is not UTF-8 reaches the server as
 	// its bytes, as far as the transport carries them.
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(rawJSON(args))})
-	if err != nil {
-		// A protocol error (such as arguments the tool's schema refuses)
-		// is a refusal too, as the model sees it.
-		return answer{class: refused, text: err.Error()}
-	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	if res.IsError {
-		return answer{class: refused, text: text.String()}
-	}
-	var out struct {
-		ID string `json:"operation_id"`
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
-		t.Fatalf("%s answered without an operation id: %s", tool, b)
-	}
-	return answer{class: accepted, id: out.ID, text: text.String()}
+	return callTool(t, cs, tool, json.RawMessage(rawJSON(args)))
 }
 
 // mcpSession connects a client to an MCP server over r's store, once per

@@ -206,6 +206,10 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	np := policy.NewParams{ID: p.OperationID, ProviderJobID: p.JobID, StatusURL: p.StatusURL,
 		MayRaise: p.Caller.mayRaise(), Owner: p.Caller.owner(), By: p.Caller.by()}
 	vars, varsErr := contract.OperationVars(ct, p.Vars, p.StatusURL != "")
+	if p.Submit != nil {
+		// A submission's status URL may come from its answer.
+		vars, varsErr = contract.SubmitVars(ct, p.Vars)
+	}
 	if varsErr != nil {
 		probs.add("vars", "%s: %v", p.name("vars"), varsErr)
 	}

@@ -31,10 +31,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: err.Error() + "; nothing sent"}
 	}
 
-	timeout := c.Status.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := callTimeout(c)
 	limit := c.Status.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
@@ -125,6 +122,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		case int64(len(body)) > limit:
 			resp.BodyTooLarge = true
 		default:
+			if isEventStream(r.Header.Get("Content-Type")) {
+				body = eventStreamJSON(body)
+			}
 			resp.body = &answerBody{raw: body}
 		}
 		return resp

@@ -124,10 +124,17 @@ func submitArgs(t *testing.T, dir, contractPath string, more ...string) []string
 // created the job and holds its answer, and SIGKILLs the process before
 // the answer can be recorded.
 func killWhileHeld(t *testing.T, p *submitProvider, args []string) *proc {
+	return killWhenHeld(t, p, func() *proc { return start(t, args...) })
+}
+
+// killWhenHeld holds the provider's answers, runs begin (which starts a
+// process and makes it submit), waits until the provider has created the
+// job, SIGKILLs the process and lets the answers go.
+func killWhenHeld(t *testing.T, p *submitProvider, begin func() *proc) *proc {
 	p.mu.Lock()
 	p.hold = make(chan struct{})
 	p.mu.Unlock()
-	first := start(t, args...)
+	first := begin()
 	waitFor(t, "the submission at the provider", func() bool { _, posts, _ := p.counts(); return len(posts) == 1 })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -241,12 +248,7 @@ func TestSubmitStatusLocationOutsideOriginsRefused(t *testing.T) {
 			p.location = func(id string) string { return loc(p, id) }
 			dir := t.TempDir()
 			run := start(t, submitArgs(t, dir, submitContract(t, dir, p.srv.URL, ""))...)
-			if code := run.exitCode(t); code != 26 {
-				t.Fatalf("exit %d, want 26; stdout %s stderr %s", code, run.stdout.String(), run.stderr.String())
-			}
-			if out := outcome(t, run); !strings.Contains(fmt.Sprint(out), "not an allowed origin") {
-				t.Fatalf("outcome %v", out)
-			}
+			wantLocationRefused(t, run, "not an allowed origin")
 			mu.Lock()
 			n := elsewhere
 			mu.Unlock()
@@ -255,5 +257,18 @@ func TestSubmitStatusLocationOutsideOriginsRefused(t *testing.T) {
 			}
 			assertNoCanary(t, dir, run)
 		})
+	}
+}
+
+// wantLocationRefused checks that a submission run ended escalated
+// integration_failure (exit 26) for a refused status location, its
+// outcome saying why.
+func wantLocationRefused(t *testing.T, run *proc, why string) {
+	t.Helper()
+	if code := run.exitCode(t); code != 26 {
+		t.Fatalf("exit %d, want 26; stdout %s stderr %s", code, run.stdout.String(), run.stderr.String())
+	}
+	if out := outcome(t, run); !strings.Contains(fmt.Sprint(out), why) {
+		t.Fatalf("outcome %v", out)
 	}
 }
