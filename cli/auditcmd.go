@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
@@ -59,7 +60,7 @@ prints the rest, and exits 1. A sealed store needs its --audit-key.`,
 				return err
 			}
 			defer st.Close()
-			if _, err := st.OperationGet(ctx, args[0]); err != nil {
+			if _, err := operations.NewReader(st).Get(ctx, env.localCaller(), args[0]); err != nil {
 				return usage(err)
 			}
 			var events []pollwarden.Event

@@ -37,7 +37,7 @@ differs.`,
 				return err
 			}
 			defer st.Close()
-			op, err := st.OperationGet(cmd.Context(), args[0])
+			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
 			if err != nil {
 				return usage(err)
 			}

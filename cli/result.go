@@ -31,7 +31,7 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 				return err
 			}
 			defer st.Close()
-			op, err := st.OperationGet(cmd.Context(), args[0])
+			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
 			if err != nil {
 				return usage(err)
 			}

@@ -124,7 +124,7 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 		return err
 	}
 	if p.ID != "" {
-		if stored, gerr := st.OperationGet(ctx, p.ID); gerr == nil {
+		if stored, gerr := operations.NewReader(st).Get(ctx, env.localCaller(), p.ID); gerr == nil {
 			if p.List[0].Field == "contract" {
 				contractArg = stored.Contract
 			}

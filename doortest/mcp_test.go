@@ -3,6 +3,10 @@ package doortest
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,6 +85,39 @@ func mcpSession(t *testing.T, r *rig) *sdk.ClientSession {
 	t.Cleanup(func() { cs.Close() })
 	r.mcp = cs
 	return cs
+}
+
+// mcpSessionAs connects a client to the MCP server over r's store through
+// its HTTP handler, as the daemon serves /mcp, presenting token: the
+// tools then act as that token's holder.
+func mcpSessionAs(t *testing.T, r *rig, token string) *sdk.ClientSession {
+	t.Helper()
+	srv := pwmcp.NewServer(pwmcp.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts})
+	h := pwmcp.NewHTTPHandler(srv, doorTokens(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	t.Cleanup(h.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "doortest", Version: "v0"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint: hs.URL + pwmcp.Path, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// bearer adds a token to every request of an HTTP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(req)
 }
 
 // mcpTasksCancel connects a raw JSON-RPC client to a fresh session of the
