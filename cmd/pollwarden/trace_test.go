@@ -23,6 +23,7 @@ import (
 // canary) is in no exported byte. Without the endpoint, serve sends the
 // provider no traceparent.
 func TestServeExportsTraces(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
