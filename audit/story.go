@@ -93,7 +93,10 @@ func (t *Teller) Tell(events []pollwarden.Event) []Told {
 	for i := 0; i < len(events); {
 		e := events[i]
 		stamp := t.Stamp(e.At)
-		text, last := t.poll(events, i)
+		text, last := t.prunedRun(events, i)
+		if last < i {
+			text, last = t.poll(events, i)
+		}
 		if last < i {
 			text, last = t.line(e), i
 		}

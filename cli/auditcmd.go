@@ -59,8 +59,9 @@ prints the rest, and exits 1. A sealed store needs its --audit-key.`,
 				return err
 			}
 			defer st.Close()
-			if _, err := st.OperationGet(ctx, args[0]); err != nil {
-				return usage(err)
+			_, getErr := st.OperationGet(ctx, args[0])
+			if getErr != nil && !errors.Is(getErr, pollwarden.ErrNotFound) {
+				return usage(getErr)
 			}
 			var events []pollwarden.Event
 			for after := int64(0); ; {
@@ -73,6 +74,10 @@ prints the rest, and exits 1. A sealed store needs its --audit-key.`,
 				}
 				events = append(events, page...)
 				after = page[len(page)-1].Pos
+			}
+			if getErr != nil && len(events) == 0 {
+				// No record and no trail; a pruned operation has its trail.
+				return usage(getErr)
 			}
 			unreadable := map[int]error{}
 			for i := range events {

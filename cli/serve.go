@@ -30,6 +30,7 @@ type serveFlags struct {
 	listen, store, contracts, tokens, webhooks, auditKey, logLevel string
 	concurrency, maxConns                                          int
 	readTimeout                                                    time.Duration
+	pruneOlderThan                                                 string
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -64,7 +65,12 @@ an idle keep-alive connection is closed after 60 s, and at most
 --max-connections connections are served at once (more wait to be
 accepted). Long-polls and MCP streams are not cut by these bounds.
 GET /healthz answers while the process serves; GET /readyz answers 200
-only while the store accepts a write.`,
+only while the store accepts a write.
+
+--prune-older-than D prunes, at start and then regularly (every tenth of D,
+between a minute and an hour), the records of operations finished longer
+ago than D, as 'pollwarden ops prune' does; the audit chain stays
+verifiable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
 	}
@@ -79,6 +85,7 @@ only while the store accepts a write.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
 	fl.DurationVar(&f.readTimeout, "read-timeout", DefaultReadTimeout, "a request's headers and body must arrive within this, or the connection is closed")
 	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
+	fl.StringVar(&f.pruneOlderThan, "prune-older-than", "", "prune, on a schedule, the records of operations finished longer ago than this (30d, 720h); see pollwarden ops prune")
 	return cmd
 }
 
@@ -94,6 +101,13 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--read-timeout must be positive, got %s", f.readTimeout))
 	case f.maxConns < 1:
 		return usage(fmt.Errorf("--max-connections must be at least 1, got %d", f.maxConns))
+	}
+	var pruneAge time.Duration
+	if f.pruneOlderThan != "" {
+		var err error
+		if pruneAge, err = parseAge("--prune-older-than", f.pruneOlderThan); err != nil {
+			return usage(err)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -123,6 +137,11 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if pruneAge > 0 {
+		pctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go pruneLoop(pctx, st, pruneAge, log)
+	}
 	return serve(ctx, env, newLimitListener(ln, f.maxConns), st, set, reloadable{tokens: tokens, tokensPath: f.tokens},
 		hooks, f.concurrency, f.readTimeout, log)
 }
