@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 )
 
@@ -45,7 +46,7 @@ func demoStore(t *testing.T, sealer audit.Sealer) string {
 	t.Helper()
 	dir := t.TempDir()
 	env := Env{Stdout: io.Discard, Stderr: io.Discard}
-	_, err := env.demo(t.Context(), demoOptions{dir: dir, clock: &fakeClock{now: demoStart},
+	_, err := env.demo(t.Context(), demoOptions{dir: dir, clock: pollwarden.NewJumpClock(demoStart),
 		rand: rand.New(rand.NewPCG(1, 2)), loc: time.UTC, sealer: sealer})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -81,22 +80,6 @@ func demoCmd(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's store and contract in a temporary directory and print its path")
 	cmd.Flags().StringVar(&key, "audit-key", "", auditKeyHelp)
 	return cmd
-}
-
-// jumpClock advances only when slept on: the demo's waits take no time,
-// and a test that starts it at a fixed time gets fixed stories.
-type jumpClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *jumpClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *jumpClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(max(d, 0))
-	c.mu.Unlock()
-	return ctx.Err()
 }
 
 // demoOptions make a demo run reproducible: tests pass a fixed start and
@@ -283,7 +266,7 @@ func (env Env) runDemo(ctx context.Context, keep bool, keyFlag string) error {
 	if !keep {
 		defer os.RemoveAll(dir)
 	}
-	_, err = env.demo(ctx, demoOptions{dir: dir, clock: &jumpClock{now: time.Now().Truncate(time.Second)}, rand: newRand(),
+	_, err = env.demo(ctx, demoOptions{dir: dir, clock: pollwarden.NewJumpClock(time.Now().Truncate(time.Second)), rand: newRand(),
 		loc: time.Local, sealer: sealer, keep: keep})
 	return err
 }

@@ -18,9 +18,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// fakeClock is the demo's clock, started at a fixed time by the tests.
-type fakeClock = jumpClock
-
 var demoStart = time.Date(2030, 1, 2, 10, 20, 0, 0, time.UTC)
 
 // runFixedDemo runs the demo with a fixed clock and a seeded random
@@ -32,7 +29,7 @@ func runFixedDemo(t *testing.T, sealer audit.Sealer) (string, *audit.Verifier) {
 	var out bytes.Buffer
 	dir := t.TempDir()
 	env := Env{Stdout: &out, Stderr: new(bytes.Buffer)}
-	v, err := env.demo(t.Context(), demoOptions{dir: dir, clock: &fakeClock{now: demoStart},
+	v, err := env.demo(t.Context(), demoOptions{dir: dir, clock: pollwarden.NewJumpClock(demoStart),
 		rand: rand.New(rand.NewPCG(1, 2)), loc: time.UTC, sealer: sealer})
 	if err != nil {
 		t.Fatalf("demo: %v", err)

@@ -23,7 +23,7 @@ func oldDemoStore(t *testing.T) string {
 	dir := t.TempDir()
 	env := Env{Stdout: io.Discard, Stderr: io.Discard}
 	start := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
-	if _, err := env.demo(t.Context(), demoOptions{dir: dir, clock: &fakeClock{now: start},
+	if _, err := env.demo(t.Context(), demoOptions{dir: dir, clock: pollwarden.NewJumpClock(start),
 		rand: rand.New(rand.NewPCG(1, 2)), loc: time.UTC}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
@@ -20,22 +20,6 @@ import (
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
 )
-
-// exampleClock jumps forward when slept on, so the examples take no time
-// and print fixed times. A service passes pollwarden.RealClock{}.
-type exampleClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *exampleClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *exampleClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(max(d, 0))
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // openAIStandIn is a loopback stand-in for api.openai.com: it answers a
 // batch's status with OpenAI's own documented bodies (see
@@ -71,7 +55,7 @@ type embedded struct {
 	store *sqlite.Store
 	ex    *contract.Extractor
 	ctl   *controller.Controller
-	clock *exampleClock
+	clock *pollwarden.JumpClock
 }
 
 func setUp(ctx context.Context, dir, providerURL string) (*embedded, error) {
@@ -92,14 +76,33 @@ func setUp(ctx context.Context, dir, providerURL string) (*embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The controller gets what the service owns: the clock, the random
-	// source for jitter, and where credentials come from (the store only
-	// ever sees the credential's name).
-	clock := &exampleClock{now: time.Date(2024, 3, 26, 17, 0, 0, 0, time.UTC)}
+	// The controller gets what the service owns: the clock (one that jumps
+	// when slept on, so the examples take no time; pollwarden.RealClock{}
+	// in a service), the random source for jitter, and where credentials
+	// come from (the store only ever sees the credential's name).
+	clock := pollwarden.NewJumpClock(time.Date(2024, 3, 26, 17, 0, 0, 0, time.UTC))
 	getenv := func(k string) (string, bool) { return "sk-example-not-a-secret", k == "OPENAI_API_KEY" }
 	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: getenv})})
 	return &embedded{store: st, ex: ex, ctl: ctl, clock: clock}, nil
+}
+
+// start runs the stand-in provider and sets up a service in a temporary
+// directory; done ends both.
+func start(ctx context.Context) (e *embedded, done func()) {
+	provider := openAIStandIn()
+	dir, err := os.MkdirTemp("", "pollwarden-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if e, err = setUp(ctx, dir, provider.URL); err != nil {
+		log.Fatal(err)
+	}
+	return e, func() {
+		e.store.Close()
+		provider.Close()
+		os.RemoveAll(dir)
+	}
 }
 
 // Example runs one wait inside your own service: open a store, load a
@@ -110,18 +113,8 @@ func setUp(ctx context.Context, dir, providerURL string) (*embedded, error) {
 // the store could take the next one.
 func Example() {
 	ctx := context.Background()
-	provider := openAIStandIn()
-	defer provider.Close()
-	dir, err := os.MkdirTemp("", "pollwarden-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e, err := setUp(ctx, dir, provider.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer e.store.Close()
+	e, done := start(ctx)
+	defer done()
 
 	// The record, with its deadline and budgets, is stored before any
 	// request; the same id later resumes it, counters intact.
@@ -152,18 +145,8 @@ func Example() {
 // wait` runs it, followed by the operation's story from the audit trail.
 func ExampleController_Wait() {
 	ctx := context.Background()
-	provider := openAIStandIn()
-	defer provider.Close()
-	dir, err := os.MkdirTemp("", "pollwarden-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e, err := setUp(ctx, dir, provider.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer e.store.Close()
+	e, done := start(ctx)
+	defer done()
 
 	op, _, err := e.ctl.Submit(ctx, e.ex, policy.NewParams{ID: "batch-2", ProviderJobID: "batch_abc123", MaxStatusRequests: 10})
 	if err != nil {
