@@ -46,7 +46,7 @@ and read outcomes and approvers decide escalations. Every *.yaml in
 file keeps what was loaded before and is reported). A create whose
 contract's credential is missing from serve's environment is refused (422).
 SIGINT/SIGTERM stop claiming, let in-flight requests finish, and exit. See
-README "The daemon" and GET /v1/openapi.json.
+docs/serve.md and GET /v1/openapi.json.
 
 --webhooks FILE lists receivers (name, url, secret: env:NAME or file:PATH,
 events: escalated and/or final). On every escalation and every final
