@@ -4,11 +4,13 @@
 -- (docs/audit.md, "Pruning"). The foreign key from events to operations
 -- goes; the triggers below keep what it guarded, and the append-only
 -- trigger allows exactly one change: a finished operation's payload
--- replaced by 'pruned', every other column as it was.
+-- replaced by 'pruned', every other column as it was. The functions look
+-- at the other table, so each keeps the schema it was made in
+-- (SET search_path FROM CURRENT) whoever's session fires it.
 
 ALTER TABLE events DROP CONSTRAINT events_operation_id_fkey;
 
-CREATE OR REPLACE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.payload = convert_to('pruned', 'UTF8') AND OLD.payload <> convert_to('pruned', 'UTF8')
         AND NEW.pos = OLD.pos AND NEW.operation_id = OLD.operation_id AND NEW.seq = OLD.seq
@@ -21,7 +23,7 @@ END
 $$;
 
 -- An event is appended to an operation that exists.
-CREATE FUNCTION events_need_operation() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION events_need_operation() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM operations WHERE id = NEW.operation_id) THEN
         RAISE EXCEPTION 'pollwarden: an event needs its operation';
@@ -34,7 +36,7 @@ CREATE TRIGGER events_need_operation BEFORE INSERT ON events
 
 -- An operation's record goes only once its events are pruned, and an
 -- operation with a trail keeps its id.
-CREATE FUNCTION operations_keep_trail() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION operations_keep_trail() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM events WHERE operation_id = OLD.id AND payload <> convert_to('pruned', 'UTF8')) THEN
         RAISE EXCEPTION 'pollwarden: audit events are append-only';
