@@ -109,12 +109,17 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	ctl := env.newController(st)
-	op, _, err := ctl.Submit(ctx, ex, p)
+	op, created, err := ctl.Submit(ctx, ex, p)
 	if err != nil {
 		if errors.Is(err, pollwarden.ErrInvalid) {
 			return usage(err)
 		}
 		return err
+	}
+	if !created && op.Phase.Polling() {
+		if err := ctl.Resumed(ctx, op.ID, "pollwarden wait ("+p.Owner+")"); err != nil {
+			return err
+		}
 	}
 	return env.waitAndReport(ctx, ctl, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
@@ -131,6 +136,10 @@ func (env Env) waitAndReport(ctx context.Context, ctl *controller.Controller, ex
 	live.clear()
 	if err != nil {
 		if ctx.Err() != nil {
+			// Recorded after the fact: the wait has already stopped.
+			if err := ctl.Interrupted(context.WithoutCancel(ctx), id, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
+				fmt.Fprintf(env.Stderr, "pollwarden: the interruption could not be recorded: %v\n", err)
+			}
 			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; nothing polls operation %s now. Resume it, counters intact, with: %s\n",
 				display.Value(id), resume)
 			return &exitError{code: 130, err: errors.New("")}
