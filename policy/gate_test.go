@@ -162,7 +162,7 @@ func TestR9_LateWakeUpIsSpreadOnceThenSends(t *testing.T) {
 	if len(g.Events) == 0 {
 		t.Fatal("late wake-up: no event recorded")
 	}
-	if d := g.Events[0].Data.Detail; !strings.Contains(d, "woke up 8m0s after the check was due") || !strings.Contains(d, "the missed checks are not made up") {
+	if d := g.Events[0].Data.Detail; !strings.Contains(d, "late wake-up, 8m0s after the check was due") || !strings.Contains(d, "the missed checks are not made up") {
 		t.Fatalf("late wake-up told as %q", d)
 	}
 	if len(g.Events) != 1 || g.Events[0].Kind != pollwarden.EventNextCheckScheduled || !g.Events[0].Data.NextPollAt.Equal(g.Until) {
