@@ -75,8 +75,10 @@ type ListParams struct {
 	Owner string
 	// DueBefore, when set, selects the work a scheduler may claim: only
 	// operations in phase waiting whose NextPollAt is at or before
-	// DueBefore, ordered by NextPollAt ascending (oldest due first) instead
-	// of newest first. Limit applies; Phase, if also set, must match too.
+	// DueBefore, and whose lease is not held at DueBefore (a step is
+	// working on them), ordered by NextPollAt ascending (oldest due first)
+	// instead of newest first. Limit applies; Phase, if also set, must
+	// match too.
 	DueBefore time.Time
 	// Contract and ProviderJobID, when set, keep only the operations of
 	// that contract and that provider job id (both exactly): how a

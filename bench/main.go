@@ -8,8 +8,9 @@
 // (selected by name pattern, so new Benchmark… functions are picked up),
 // the simulation over several seeds, the herd against a real `pollwarden
 // serve` and a loopback provider (compared with the simulation), many
-// waiting operations held by one daemon, and, when a `river` binary is on
-// PATH, River's own benchmark next to a comparable pollwarden burn-down.
+// waiting operations held by one daemon, the burn-down on SQLite and on
+// PostgreSQL (1–3 replicas) beside River's own library and the bare HTTP
+// ceiling, and API creates while polling.
 // Only the part of docs/BENCHMARKS.md between the bench markers is
 // rewritten; the hand-written analysis around it is kept.
 //
@@ -49,7 +50,7 @@ func main() {
 	var c config
 	flag.BoolVar(&c.full, "full", false, "full mode: more seeds, larger herds, a million waiting operations (long)")
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
-	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river (default: all)")
+	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
 	flag.Parse()
 	if err := run(context.Background(), &c); err != nil {
@@ -106,6 +107,7 @@ func run(ctx context.Context, c *config) error {
 		{"herd", daemonHerd},
 		{"waiting", waitingOps},
 		{"river", riverCompare},
+		{"create", apiCreate},
 	}
 	for _, p := range parts {
 		if !c.want(p.name) {

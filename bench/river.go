@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,65 +45,98 @@ limits: {deadline: %s, max_status_requests: %d, max_transport_failures: 3, max_r
 `, name, providerAddr, deadline, maxRequests)
 }
 
-// riverCompare measures a pollwarden burn-down — N operations falling due
-// at the same moment in front of a running daemon, each finished by one
-// status request — on SQLite and, with POLLWARDEN_TEST_PG, on PostgreSQL
-// in a throwaway schema; and, only when a `river` binary is on PATH and
-// POLLWARDEN_TEST_PG is set, River's own `river bench` burn-down of the
-// same number of jobs in a throwaway database on the same server. River
-// is installed by the user from the module proxy (`go install
-// github.com/riverqueue/river/cmd/river@VERSION`); nothing of River is
-// built, fetched or kept by this program.
+// riverCompare measures, in one run: the bare loopback HTTP ceiling (the
+// provider asked by 32 clients, nothing stored); pollwarden's burn-down —
+// N operations falling due at the same moment in front of running
+// daemons, each finished by one status request — on SQLite and, with
+// POLLWARDEN_TEST_PG, on PostgreSQL with one, two and three replicas
+// sharing the database; and River's own library working N no-op jobs with
+// the same concurrency, on PostgreSQL (riverpgxv5, same server) and on
+// SQLite (riversqlite). The ratios the issue's targets name are computed
+// from these figures.
 func riverCompare(ctx context.Context, c *config, w *bytes.Buffer) error {
 	n := 2000
 	if c.full {
 		n = 20000
 	}
+	const workers = 32 // pollwarden serve's default concurrency
 	fmt.Fprintf(w, "### Burn-down, and River\n\n")
-	fmt.Fprintf(w, "%d operations created straight into the store (the first 50, which time the creation, are set aside), the rest all due at one moment a few seconds after `pollwarden serve` started (defaults: concurrency 32), "+
+	fmt.Fprintf(w, "%d operations created straight into the store (the first 50, which time the creation, are set aside), the rest all due at one moment a few seconds after `pollwarden serve` started (defaults: concurrency %d), "+
 		"each finished by one status request to a loopback provider that answers succeeded. The rate is operations finished per second from that moment to the last request. "+
-		"Each is a durable step: lease, reservation, answer and release written before the next.\n\n", n)
-	fmt.Fprintf(w, "| store | operations | burn-down | operations/s |\n|---|---|---|---|\n")
+		"Each is a durable step: lease, reservation, answer and release written before the next. With several replicas, each is its own `pollwarden serve` process on the same PostgreSQL schema.\n\n", n, workers)
+	fmt.Fprintf(w, "| store | replicas | operations | burn-down | operations/s | load average |\n|---|---|---|---|---|---|\n")
 	pg := os.Getenv("POLLWARDEN_TEST_PG")
-	for _, kind := range []string{"sqlite", "postgres"} {
-		if kind == "postgres" && pg == "" {
-			fmt.Fprintf(w, "| PostgreSQL | not run: POLLWARDEN_TEST_PG is not set | | |\n")
+	bare, err := bareHTTP(ctx, n, workers)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "| bare loopback HTTP (nothing stored, %d clients) | | %d requests | %s | %.0f | %s |\n", workers, n, bare.took.Round(time.Millisecond), bare.rate(), loadavg())
+	rates := map[string]float64{}
+	runs := []struct {
+		kind     string
+		replicas int
+	}{{"sqlite", 1}, {"postgres", 1}, {"postgres", 2}, {"postgres", 3}}
+	for _, r := range runs {
+		if r.kind == "postgres" && pg == "" {
+			fmt.Fprintf(w, "| postgres | %d | not run: POLLWARDEN_TEST_PG is not set | | | |\n", r.replicas)
 			continue
 		}
-		done, took, err := burnDown(ctx, c, kind, pg, n)
+		done, took, err := burnDown(ctx, c, r.kind, pg, n, r.replicas)
 		if err != nil {
-			fmt.Fprintf(w, "| %s | failed: %s | | |\n", kind, strings.ReplaceAll(err.Error(), "\n", " "))
+			fmt.Fprintf(w, "| %s | %d | failed: %s | | | |\n", r.kind, r.replicas, strings.ReplaceAll(err.Error(), "\n", " "))
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.0f |\n", kind, done, took.Round(time.Millisecond), float64(done)/took.Seconds())
+		rate := float64(done) / took.Seconds()
+		rates[fmt.Sprintf("%s/%d", r.kind, r.replicas)] = rate
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %.0f | %s |\n", r.kind, r.replicas, done, took.Round(time.Millisecond), rate, loadavg())
 	}
 	fmt.Fprintln(w)
-	path, err := exec.LookPath("river")
-	switch {
-	case err != nil:
-		fmt.Fprintf(w, "River: not run, no `river` binary on PATH. Its CLI is its own module, "+
-			"`go install github.com/riverqueue/river/cmd/river@<version>`; the module proxy this was measured with serves River's library "+
-			"but not that module, so it could not be built here. With a `river` on PATH and POLLWARDEN_TEST_PG set to a server where a "+
-			"throwaway database may be created, this part runs `river bench` beside the burn-down above.\n\n")
-		return nil
-	case pg == "":
-		fmt.Fprintf(w, "River: not run, POLLWARDEN_TEST_PG is not set.\n\n")
-		return nil
+	fmt.Fprintf(w, "River v0.51.2, its own library (`go run ./bench` links it; the pollwarden binary does not): %d no-op jobs inserted, then one client started with %d workers (`FetchCooldown` 1 ms, `FetchPollInterval` 50 ms), timed from its start to the last job worked and to its stop (every completion written).\n\n", n, workers)
+	fmt.Fprintf(w, "| River driver | jobs | to the last job worked | jobs/s | to the client's stop | load average |\n|---|---|---|---|---|---|\n")
+	for _, kind := range []string{"postgres", "sqlite"} {
+		if kind == "postgres" && pg == "" {
+			fmt.Fprintf(w, "| riverpgxv5 | not run: POLLWARDEN_TEST_PG is not set | | | | |\n")
+			continue
+		}
+		res, err := riverBurnDown(ctx, kind, pg, filepath.Join(c.tmp, "river-"+kind), n, workers)
+		name := map[string]string{"postgres": "riverpgxv5", "sqlite": "riversqlite"}[kind]
+		if err != nil {
+			fmt.Fprintf(w, "| %s | failed: %s | | | | |\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+			continue
+		}
+		rate := float64(n) / res.worked.Seconds()
+		rates["river-"+kind] = rate
+		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s |\n", name, n, res.worked.Round(time.Millisecond), rate, res.stopped.Round(time.Millisecond), loadavg())
 	}
-	out, err := riverBench(ctx, path, pg, n)
-	if err != nil {
-		fmt.Fprintf(w, "River (%s): failed: %s\n\n", path, strings.ReplaceAll(err.Error(), "\n", " "))
-		return nil
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Ratios from this run (River's job does nothing; each pollwarden operation makes an HTTP request and writes its audit trail):\n\n")
+	fmt.Fprintf(w, "| ratio | value | target |\n|---|---|---|\n")
+	ratio := func(name, a, b string, bv float64, target string) {
+		av, ok := rates[a]
+		if b != "" {
+			bv = rates[b]
+		}
+		if !ok || bv == 0 {
+			fmt.Fprintf(w, "| %s | not measured | %s |\n", name, target)
+			return
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %s |\n", name, av/bv, target)
 	}
-	fmt.Fprintf(w, "River (`%s bench --num-total-jobs %d`, its own no-op jobs, on the same PostgreSQL in a throwaway database), its output:\n\n```\n%s\n```\n\n", path, n, strings.TrimSpace(out))
-	fmt.Fprintf(w, "River's job does nothing; each pollwarden operation makes an HTTP request and writes its audit trail, so the two rates bound different work.\n\n")
+	ratio("SQLite burn-down ÷ bare loopback HTTP", "sqlite/1", "", bare.rate(), "≥ 0.5")
+	ratio("PostgreSQL burn-down (1 replica) ÷ River on PostgreSQL", "postgres/1", "river-postgres", 0, "≥ 0.5")
+	ratio("PostgreSQL burn-down (1 replica) ÷ SQLite burn-down", "postgres/1", "sqlite/1", 0, "≥ 1.0")
+	ratio("PostgreSQL, 2 replicas ÷ 1 replica", "postgres/2", "postgres/1", 0, "")
+	ratio("PostgreSQL, 3 replicas ÷ 1 replica", "postgres/3", "postgres/1", 0, "")
+	ratio("SQLite burn-down ÷ River on SQLite", "sqlite/1", "river-sqlite", 0, "")
+	fmt.Fprintln(w)
 	return nil
 }
 
-// burnDown runs one burn-down and returns how many operations fell due
-// together and the time from that moment to the provider's last request.
-func burnDown(ctx context.Context, c *config, kind, pgURL string, n int) (int, time.Duration, error) {
-	dir := filepath.Join(c.tmp, "burn-"+kind)
+// burnDown runs one burn-down with replicas daemons on one store and
+// returns how many operations fell due together and the time from that
+// moment to the provider's last request.
+func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas int) (int, time.Duration, error) {
+	dir := filepath.Join(c.tmp, fmt.Sprintf("burn-%s-%d", kind, replicas))
 	if err := mkdirs(dir); err != nil {
 		return 0, 0, err
 	}
@@ -129,7 +162,7 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n int) (int, t
 	var st pollwarden.Store
 	storeArg := filepath.Join(dir, "burn.db")
 	if kind == "postgres" {
-		schema := fmt.Sprintf("pw_bench_burn_%d", os.Getpid())
+		schema := fmt.Sprintf("pw_bench_burn_%d_%d", os.Getpid(), replicas)
 		u, err := url.Parse(pgURL)
 		if err != nil {
 			return 0, 0, err
@@ -151,12 +184,19 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n int) (int, t
 		}
 		st = ss
 	}
-	d, _, err := startDaemon(ctx, c, dir, storeArg, yaml)
-	if err != nil {
-		st.Close()
-		return 0, 0, err
+	for i := range replicas {
+		rdir := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
+		if err := mkdirs(rdir); err != nil {
+			st.Close()
+			return 0, 0, err
+		}
+		d, _, err := startDaemon(ctx, c, rdir, storeArg, yaml)
+		if err != nil {
+			st.Close()
+			return 0, 0, err
+		}
+		defer d.stop()
 	}
-	defer d.stop()
 	// Estimate the creation rate, then place the due moment after the last.
 	t0 := time.Now()
 	r := randSource(3)
@@ -214,31 +254,58 @@ func dropSchema(pgURL, schema string) {
 	_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
 }
 
-// riverBench runs `river migrate-up` and `river bench` in a throwaway
-// database on pgURL's server, dropped afterwards.
-func riverBench(ctx context.Context, river, pgURL string, n int) (string, error) {
-	db := fmt.Sprintf("pw_river_bench_%d", os.Getpid())
-	conn, err := pgx.Connect(ctx, pgURL)
+// bareResult is the bare loopback HTTP ceiling: requests to a provider
+// like the burn-down's, from clients in this process, nothing stored.
+type bareResult struct {
+	n    int
+	took time.Duration
+}
+
+func (b bareResult) rate() float64 { return float64(b.n) / b.took.Seconds() }
+
+// bareHTTP sends n status requests with clients goroutines to a loopback
+// provider that answers as the burn-down's does: the most requests per
+// second this machine serves over loopback HTTP with nothing written, the
+// ceiling a durable step is compared with.
+func bareHTTP(ctx context.Context, n, clients int) (bareResult, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", err
+		return bareResult{}, err
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		return "", err
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(rw, `{"state":"succeeded","result":{"url":"https://results.example.com%s"}}`, r.URL.Path)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String() + "/v1/jobs/"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	var next atomic.Int64
+	errs := make(chan error, clients)
+	t0 := time.Now()
+	for range clients {
+		go func() {
+			for {
+				k := next.Add(1)
+				if k > int64(n) {
+					errs <- nil
+					return
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+strconv.FormatInt(k, 10), nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
 	}
-	defer conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		return "", err
+	for range clients {
+		if err := <-errs; err != nil {
+			return bareResult{}, err
+		}
 	}
-	u.Path = "/" + db
-	dbURL := u.String()
-	if out, err := exec.CommandContext(ctx, river, "migrate-up", "--database-url", dbURL).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("river migrate-up: %v: %s", err, out)
-	}
-	out, err := exec.CommandContext(ctx, river, "bench", "--database-url", dbURL, "--num-total-jobs", strconv.Itoa(n)).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("river bench: %v: %s", err, out)
-	}
-	return string(out), nil
+	return bareResult{n: n, took: time.Since(t0)}, nil
 }

@@ -168,7 +168,7 @@ rewritten with recomputed hashes. A broken chain is not anchored (exit 1).`,
 			if v.Pos() == 0 {
 				return usage(errors.New("the store holds no events; there is nothing to anchor"))
 			}
-			an := audit.SignAnchor(key, v.Pos(), v.Hash(), time.Now())
+			an := audit.SignAnchor(key, v.Pos(), v.Hash(), env.clock().Now())
 			b, err := json.MarshalIndent(an, "", "  ")
 			if err != nil {
 				return err

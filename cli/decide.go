@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/operations"
+	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/spf13/cobra"
 )
 
@@ -53,10 +54,12 @@ differs.`,
 			if by == "" {
 				return usage(errors.New("--by is required to record who decided"))
 			}
-			actor := pollwarden.Actor{Name: by, Role: pollwarden.RoleApprover}
-			next, err := env.newController(st).Decide(cmd.Context(), ex, op.ID, policy.DecisionParams{Option: args[1], Actor: actor, Note: note})
+			// Whoever can write the store file acts as an approver here.
+			caller := operations.Caller{Caller: tokens.Caller{Actor: pollwarden.Actor{Name: by, Role: pollwarden.RoleApprover}}, Local: true, Owner: by}
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
+			next, err := ops.Decide(cmd.Context(), operations.DecisionParams{Caller: caller, ID: op.ID, Option: args[1], Note: note})
 			if err != nil {
-				if errors.Is(err, pollwarden.ErrInvalid) || errors.Is(err, pollwarden.ErrForbidden) {
+				if _, refused := operations.AsProblems(err); refused {
 					return usage(err)
 				}
 				return err

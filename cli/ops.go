@@ -40,7 +40,7 @@ func opsCmd(env Env) *cobra.Command {
 				}
 				return writeJSON(env.Stdout, out)
 			}
-			now := time.Now()
+			now := env.clock().Now()
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "OPERATION\tCONTRACT\tJOB\tPHASE\tREASON\tSTATE\tREQUESTS\tDEADLINE")
 			for _, op := range list {
@@ -85,7 +85,7 @@ func opsCmd(env Env) *cobra.Command {
 			if err := env.printOutcome(op, false, false); err != nil {
 				return err
 			}
-			for _, l := range orphanHint(op, time.Now(), store) {
+			for _, l := range orphanHint(op, env.clock().Now(), store) {
 				fmt.Fprintln(env.Stdout, l)
 			}
 			return nil

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
@@ -45,13 +42,13 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 			if err != nil {
 				return err
 			}
-			actor := pollwarden.Actor{Name: env.localOwner("cli"), Role: pollwarden.RoleAgent}
-			ctl := env.newController(st)
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
+			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
 			if out == "" {
-				_, err := ctl.FetchResult(cmd.Context(), ex, op.ID, actor, env.Stdout)
+				_, err := ops.FetchResult(cmd.Context(), p, env.Stdout)
 				return resultError(err)
 			}
-			return fetchToFile(cmd, ctl, ex, op.ID, actor, out)
+			return fetchToFile(cmd, ops, p, out)
 		},
 	}
 	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
@@ -63,7 +60,7 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 
 // fetchToFile writes the result to a temporary file in out's directory
 // and renames it to out only when the fetch ended whole.
-func fetchToFile(cmd *cobra.Command, ctl *controller.Controller, ex *contract.Extractor, id string, actor pollwarden.Actor, out string) error {
+func fetchToFile(cmd *cobra.Command, ops *operations.Service, p operations.ResultParams, out string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*")
 	if err != nil {
 		return usage(fmt.Errorf("--out: %w", err))
@@ -75,7 +72,7 @@ func fetchToFile(cmd *cobra.Command, ctl *controller.Controller, ex *contract.Ex
 			os.Remove(tmp.Name())
 		}
 	}()
-	res, err := ctl.FetchResult(cmd.Context(), ex, id, actor, tmp)
+	res, err := ops.FetchResult(cmd.Context(), p, tmp)
 	if err != nil {
 		return resultError(err)
 	}
@@ -94,12 +91,13 @@ func fetchToFile(cmd *cobra.Command, ctl *controller.Controller, ex *contract.Ex
 }
 
 // resultError makes a refusal (wrong phase, no result.fetch, a URL off the
-// contract's origins) a usage error, exit 2; a failed fetch stays exit 1.
+// contract's origins, a contract not loaded) a usage error, exit 2; a
+// failed fetch stays exit 1.
 func resultError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, controller.ErrResultRefused):
+	case operations.KindOf(err) != "":
 		return usage(err)
 	}
 	return err

@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
@@ -61,51 +58,44 @@ Exit codes are wait's; with --no-wait, 0 once the job id is recorded.`,
 }
 
 func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags) error {
-	p, body, err := f.params(cmd, env, time.Now())
+	vars, err := parseVarFlags(f.vars)
 	if err != nil {
-		return err
+		return usage(err)
+	}
+	body, err := readBody(f.body, env.Stdin)
+	if err != nil {
+		return usage(err)
 	}
 	ex, err := env.loadContract(f.contract)
 	if err != nil {
 		return err
 	}
-	ct := ex.Contract()
-	if ct.Submit == nil {
-		return usage(fmt.Errorf("contract %s has no submit block: pollwarden cannot submit its jobs (use wait with the job id)", ct.Name))
+	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, CreateRequest: operations.CreateRequest{
+		OperationID: f.opID, Contract: ex.Contract().Name, Vars: vars, Deadline: f.deadline, Submit: &operations.SubmitParams{Body: body}}}
+	if cmd.Flags().Changed("max-requests") {
+		p.MaxStatusRequests = &f.maxRequests
 	}
-	if p.Vars, err = contract.OperationVars(ct, p.Vars, false); err != nil {
-		return usage(fmt.Errorf("--var: %w", err))
-	}
-	if _, err := contract.SubmitURL(ct, p.Vars); err != nil {
-		return usage(fmt.Errorf("submit url: %w", err))
-	}
-	if err := env.credentialAvailable(ct); err != nil {
+	// Judged before the store is opened, so that a bad request creates
+	// no store file.
+	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable, Clock: env.clock()}
+	id, err := operations.Check(o, p)
+	if err != nil {
 		return usage(err)
 	}
-	if p.ID == "" {
-		cred := ""
-		if ct.Status.Credential != nil {
-			cred = ct.Status.Credential.Ref
-		}
-		p.ID = ct.Name + "-" + policy.SubmitFingerprint(ct, policy.BodyDigest(body), cred, p.Vars)[:12]
-	}
-	p.Owner = env.localOwner("cli")
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ctl := env.newController(st)
-	op, err := ctl.SubmitJob(ctx, ex, p, body)
+	o.Controller = env.newController(st)
+	ops := operations.New(o)
+	op, _, err := ops.Create(ctx, p)
 	if err != nil {
-		if errors.Is(err, pollwarden.ErrInvalid) {
-			return usage(err)
-		}
 		if ctx.Err() != nil {
-			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", p.ID)
+			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", id)
 			return &exitError{code: 130, err: errors.New("")}
 		}
-		return err
+		return env.createError(ctx, st, err, f.contract, f.store)
 	}
 	if f.noWait && op.Phase == pollwarden.PhaseWaiting {
 		if f.json {
@@ -116,36 +106,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Re-running submit with the operation id resumes it without a
 	// second submission; once the job id is known, wait does as well.
-	return env.waitAndReport(ctx, ctl, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
-}
-
-func (f submitFlags) params(cmd *cobra.Command, env Env, now time.Time) (policy.NewParams, []byte, error) {
-	p := policy.NewParams{ID: f.opID}
-	var problems []string
-	vars, err := parseVarFlags(f.vars)
-	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	p.Vars = vars
-	if cmd.Flags().Changed("max-requests") && f.maxRequests < 1 {
-		problems = append(problems, fmt.Sprintf("--max-requests must be at least 1, got %d", f.maxRequests))
-	}
-	p.MaxStatusRequests = f.maxRequests
-	if f.deadline != "" {
-		dl, err := pollwarden.ParseDeadline("--deadline", f.deadline, now)
-		if err != nil {
-			problems = append(problems, err.Error())
-		}
-		p.Deadline = dl
-	}
-	body, err := readBody(f.body, env.Stdin)
-	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	if len(problems) > 0 {
-		return p, nil, usage(errors.New(strings.Join(problems, "; ")))
-	}
-	return p, body, nil
+	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // readBody reads the submission body from a file or stdin, bounded, and

@@ -9,14 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/internal/display"
-	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/prober"
+	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/spf13/cobra"
 )
 
@@ -63,76 +62,93 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 }
 
 func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) error {
-	now := time.Now()
-	p, err := f.params(cmd, now)
+	vars, err := parseVarFlags(f.vars)
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	ex, err := env.loadContract(f.contract)
 	if err != nil {
 		return err
 	}
-	ct := ex.Contract()
-	if p.StatusURL != "" {
-		if err := contract.CheckOrigin(ct, p.StatusURL); err != nil {
-			return usage(fmt.Errorf("--status-url: %w", err))
-		}
+	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, CreateRequest: operations.CreateRequest{
+		OperationID: f.opID, Contract: ex.Contract().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
+	if cmd.Flags().Changed("max-requests") {
+		p.MaxStatusRequests = &f.maxRequests
 	}
-	if p.Vars, err = contract.OperationVars(ct, p.Vars, p.StatusURL != ""); err != nil {
-		return usage(fmt.Errorf("--var: %w", err))
+	if cmd.Flags().Changed("max-transport-failures") {
+		p.MaxTransportFailures = &f.maxFailures
 	}
-	if p.ProviderJobID != "" {
-		if _, err := contract.StatusURLFor(ct, p.ProviderJobID, p.Vars); err != nil {
-			return usage(fmt.Errorf("--job-id: %w", err))
-		}
-	}
-	if err := env.credentialAvailable(ct); err != nil {
+	// Judged before the store is opened, so that a bad request creates
+	// no store file.
+	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable, Clock: env.clock()}
+	if _, err := operations.Check(o, p); err != nil {
 		return usage(err)
 	}
-	if w := prober.ShortSecretWarning(ct, env.Getenv, os.ReadFile); w != "" {
+	if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
 		fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
 	}
-	if p.ID == "" {
-		cred := ""
-		if ct.Status.Credential != nil {
-			cred = ct.Status.Credential.Ref
-		}
-		p.ID = pollwarden.DerivedOperationID(ct.Name, policy.FingerprintVars(ct, p.ProviderJobID, p.StatusURL, cred, p.Vars), "")
-	}
-	p.Owner = env.localOwner("cli")
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := checkResume(ctx, st, ex, f.contract, f.store, p, now); err != nil {
-		return err
-	}
-	ctl := env.newController(st)
-	op, created, err := ctl.Submit(ctx, ex, p)
+	o.Controller = env.newController(st)
+	ops := operations.New(o)
+	op, created, err := ops.Create(ctx, p)
 	if err != nil {
-		if errors.Is(err, pollwarden.ErrInvalid) {
-			return usage(err)
-		}
-		return err
+		return env.createError(ctx, st, err, f.contract, f.store)
 	}
 	if !created && op.Phase.Polling() {
-		if err := ctl.Resumed(ctx, op.ID, "pollwarden wait ("+p.Owner+")"); err != nil {
+		if err := o.Controller.Resumed(ctx, op.ID, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
 			return err
 		}
 	}
-	return env.waitAndReport(ctx, ctl, ex, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+}
+
+// flagNames spells the use cases' fields as the commands' flags.
+var flagNames = map[string]string{
+	"operation_id": "--operation-id", "contract": "--contract", "job_id": "--job-id", "status_url": "--status-url",
+	"vars": "--var", "deadline": "--deadline", "max_status_requests": "--max-requests",
+	"max_transport_failures": "--max-transport-failures", "submit.body": "--body", "submit": "--body",
+	"phase": "--phase", "limit": "--limit",
+}
+
+// localCaller is the CLI as a caller: its authority is the store file,
+// so it sees every operation, and it records the user as the owner.
+func (env Env) localCaller() operations.Caller {
+	return operations.Caller{Caller: tokens.Caller{Actor: pollwarden.Actor{Name: env.localOwner("cli"), Role: pollwarden.RoleAgent}},
+		Local: true, Owner: env.localOwner("cli")}
+}
+
+// createError is a refused create as a usage error (exit 2); a resume the
+// stored record refuses also says the command that resumes it.
+func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, contractArg, storeFlag string) error {
+	p, ok := operations.AsProblems(err)
+	if !ok {
+		return err
+	}
+	if p.ID != "" {
+		if stored, gerr := st.OperationGet(ctx, p.ID); gerr == nil {
+			if p.List[0].Field == "contract" {
+				contractArg = stored.Contract
+			}
+			return usage(fmt.Errorf("%s To resume it, run: %s; to wait on this job as a new operation, leave out --operation-id or give a new one",
+				p.Error(), resumeCommand(stored, contractArg, storeFlag)))
+		}
+	}
+	return usage(err)
 }
 
 // waitAndReport waits for operation id until an outcome or an escalation
 // and reports it with wait's output and exit codes; submit ends the same
-// way.
-func (env Env) waitAndReport(ctx context.Context, ctl *controller.Controller, ex *contract.Extractor, id, resume string, asJSON, quiet bool) error {
+// way. An interrupt is recorded in the operation's story through ctl.
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
 	if !quiet && isTerminal(env.Stderr) {
-		live = &liveLine{w: env.Stderr}
+		live = &liveLine{w: env.Stderr, now: env.clock().Now}
 	}
-	final, err := ctl.Wait(ctx, ex, id, live.update)
+	final, err := ops.Follow(ctx, caller, id, live.update)
 	live.clear()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -153,42 +169,6 @@ func (env Env) waitAndReport(ctx context.Context, ctl *controller.Controller, ex
 		return &exitError{code: code, err: errors.New("")}
 	}
 	return nil
-}
-
-func (f waitFlags) params(cmd *cobra.Command, now time.Time) (policy.NewParams, error) {
-	p := policy.NewParams{ID: f.opID, ProviderJobID: f.jobID, StatusURL: f.statusURL}
-	var problems []string
-	vars, err := parseVarFlags(f.vars)
-	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	p.Vars = vars
-	if f.opID != "" {
-		if err := pollwarden.CheckOperationID("--operation-id", f.opID); err != nil {
-			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
-		}
-	}
-	if (f.jobID == "") == (f.statusURL == "") {
-		problems = append(problems, "give exactly one of --job-id and --status-url")
-	}
-	if cmd.Flags().Changed("max-requests") && f.maxRequests < 1 {
-		problems = append(problems, fmt.Sprintf("--max-requests must be at least 1, got %d", f.maxRequests))
-	}
-	if cmd.Flags().Changed("max-transport-failures") && f.maxFailures < 1 {
-		problems = append(problems, fmt.Sprintf("--max-transport-failures must be at least 1, got %d", f.maxFailures))
-	}
-	p.MaxStatusRequests, p.MaxTransportFailures = f.maxRequests, f.maxFailures
-	if f.deadline != "" {
-		dl, err := pollwarden.ParseDeadline("--deadline", f.deadline, now)
-		if err != nil {
-			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
-		}
-		p.Deadline = dl
-	}
-	if len(problems) > 0 {
-		return p, usage(errors.New(strings.Join(problems, "; ")))
-	}
-	return p, nil
 }
 
 // credentialAvailable refuses to start when the contract's credential
@@ -213,8 +193,8 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 }
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
-	pr := prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: pollwarden.RealClock{}, Rand: newRand()})
+	pr := prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack()})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started

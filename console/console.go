@@ -17,6 +17,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
@@ -66,7 +67,9 @@ type Options struct {
 
 // Console is the console's http.Handler. It is safe for concurrent use.
 type Console struct {
-	ctl       *controller.Controller
+	ctl *controller.Controller
+	// ops runs the decisions; the console only translates forms.
+	ops       *operations.Service
 	store     pollwarden.Store
 	contracts *contract.Set
 	tokens    Verifier
@@ -92,6 +95,7 @@ func New(opts Options) *Console {
 	c := &Console{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
 		changes: opts.Changes, maySee: opts.MaySee, now: opts.Now, log: opts.Logger, recheck: opts.Recheck,
 		done: make(chan struct{})}
+	c.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts})
 	if c.maySee == nil {
 		c.maySee = tokens.Caller.Sees
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
@@ -162,9 +162,10 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 		c.internal(w, r, err)
 		return
 	}
-	view := c.view(op, events, c.now())
+	now := c.now()
+	view := c.view(op, events, now)
 	c.render(w, r, status, "operation", map[string]any{
-		"Viewer": v, "Op": view, "Story": c.story(events), "Problem": problem, "Decided": clean(decided),
+		"Viewer": v, "Op": view, "Story": c.story(events), "Timeline": layoutTimeline(events, op.StartedAt, op.DeadlineAt, now), "Problem": problem, "Decided": clean(decided),
 		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op),
 		"Events": "/ui/operations/" + url.PathEscape(id) + "/events",
 	})
@@ -177,13 +178,10 @@ func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
 	return ok && ex.Contract().Cancel != nil
 }
 
-// maxNote keeps a note readable as part of one line of the story.
-const maxNote = 2000
-
-// decide applies an approver's choice through the controller, which
-// decides what is allowed (an option not offered, a stop of a waiting
-// operation it does not permit): the console only shows its answer. Then
-// it redirects to the page, which shows the new phase.
+// decide applies an approver's choice through the use case, which
+// decides what is allowed (an option not offered, a note too long): the
+// console only shows its answer. Then it redirects to the page, which
+// shows the new phase.
 func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	v, ok := c.postBy(w, r)
 	if !ok {
@@ -195,32 +193,15 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	option := r.PostFormValue("option")
-	note := strings.TrimSpace(r.PostFormValue("note"))
-	if option == "" {
-		c.showOperation(w, r, v, http.StatusUnprocessableEntity, "Choose one of the options.", "")
-		return
-	}
-	if len(note) > maxNote {
-		c.showOperation(w, r, v, http.StatusUnprocessableEntity, fmt.Sprintf("The note is longer than %d bytes.", maxNote), "")
-		return
-	}
-	op, err := c.visible(r.Context(), v.Caller, id)
-	if errors.Is(err, pollwarden.ErrNotFound) {
+	if _, err := c.visible(r.Context(), v.Caller, id); errors.Is(err, pollwarden.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
 		return
-	}
-	if err != nil {
+	} else if err != nil {
 		c.internal(w, r, err)
 		return
 	}
-	ex, ok := c.contracts.Get(op.Contract)
-	if !ok {
-		c.showOperation(w, r, v, http.StatusConflict, fmt.Sprintf("Contract %s is not loaded now, so nothing can be decided for this operation.", clean(op.Contract)), "")
-		return
-	}
-	// What was decided is recorded with its action even if the browser
-	// goes away meanwhile.
-	_, err = c.ctl.Decide(context.WithoutCancel(r.Context()), ex, id, policy.DecisionParams{Option: option, Actor: v.Actor, Note: note})
+	_, err := c.ops.Decide(r.Context(), operations.DecisionParams{Caller: operations.Caller{Caller: v.Caller}, ID: id,
+		Option: option, Note: strings.TrimSpace(r.PostFormValue("note"))})
 	if err != nil {
 		status, msg := refusal(err)
 		if status == http.StatusInternalServerError {
@@ -232,17 +213,19 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/operations/"+url.PathEscape(id)+"?decided="+url.QueryEscape(option), http.StatusSeeOther)
 }
 
-// refusal turns the controller's refusal into a status and a sentence.
+// refusal turns a use case's refusal into a status and a sentence.
 func refusal(err error) (int, string) {
-	switch {
-	case errors.Is(err, pollwarden.ErrForbidden):
-		return http.StatusForbidden, "Refused: " + strings.TrimPrefix(err.Error(), pollwarden.ErrForbidden.Error()+": ")
-	case errors.Is(err, pollwarden.ErrInvalid):
-		return http.StatusConflict, "Refused: " + strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")
-	case errors.Is(err, pollwarden.ErrConflict), errors.Is(err, pollwarden.ErrLeaseHeld), errors.Is(err, pollwarden.ErrLeaseLost):
-		return http.StatusConflict, "The operation changed while the decision was applied; read the page again and decide again."
-	case errors.Is(err, pollwarden.ErrNotFound):
+	p, ok := operations.AsProblems(err)
+	if !ok {
+		return http.StatusInternalServerError, "The decision could not be saved; see the daemon's log. Nothing was decided."
+	}
+	switch p.Kind {
+	case operations.Invalid:
+		return http.StatusUnprocessableEntity, "Refused: " + p.Error()
+	case operations.Forbidden:
+		return http.StatusForbidden, "Refused: " + p.Error()
+	case operations.NotFound:
 		return http.StatusNotFound, "The operation is gone."
 	}
-	return http.StatusInternalServerError, "The decision could not be saved; see the daemon's log. Nothing was decided."
+	return http.StatusConflict, "Refused: " + p.Error()
 }

@@ -7,8 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -16,6 +19,16 @@ import (
 // contract it was created under (a contract file of the same name that
 // differs is refused, naming what differs). cancel_at_provider is Cancel.
 func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attrOption.String(p.Option), attrActorRole.String(string(p.Actor.Role)))
+	}
+	op, err := c.decide(ctx, ex, id, p)
+	endSpan(span, op, err)
+	return op, err
+}
+
+func (c *Controller) decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	if p.Option == pollwarden.OptionCancel {
 		return c.Cancel(ctx, ex, id, p)
 	}
@@ -103,8 +116,8 @@ type ExtensionRequest struct {
 	Justification       string
 }
 
-// MaxJustification keeps a request readable as one line of the story.
-const MaxJustification = 2000
+// maxJustification keeps a request readable as one line of the story.
+const maxJustification = 2000
 
 // ParseExtension reads an extension request as a door received it: the
 // extra time as typed ("15m", "0s"), the extra requests and the reason.
@@ -115,7 +128,7 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 	var problems []string
 	d, err := time.ParseDuration(extraTime)
 	if err != nil || d < 0 {
-		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", quote(extraTime)))
+		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", display.Clip(extraTime)))
 	}
 	if extraRequests < 0 {
 		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", extraRequests))
@@ -127,8 +140,8 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 	switch {
 	case just == "":
 		problems = append(problems, "justification is required: say why, for the person who decides")
-	case len(just) > MaxJustification:
-		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", MaxJustification))
+	case len(just) > maxJustification:
+		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", maxJustification))
 	}
 	if len(problems) > 0 {
 		return ExtensionRequest{}, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
@@ -139,13 +152,4 @@ func ParseExtension(extraTime string, extraRequests int, justification string) (
 func (p ExtensionRequest) check() error {
 	_, err := ParseExtension(p.ExtraTime.String(), p.ExtraStatusRequests, p.Justification)
 	return err
-}
-
-// quote shortens and quotes a caller's value for a message.
-func quote(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -3,7 +3,6 @@ package doortest
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,6 +25,9 @@ func (mcpDoor) fine() bool { return false }
 
 func (mcpDoor) do(t *testing.T, r *rig, req request) answer {
 	t.Helper()
+	if a, ok := mcpUseCase(t, r, req); ok {
+		return a
+	}
 	cs := mcpSession(t, r)
 	args := map[string]any{}
 	var tool string
@@ -53,29 +55,7 @@ func (mcpDoor) do(t *testing.T, r *rig, req request) answer {
 	}
 	// Raw JSON, so that a string that is not UTF-8 reaches the server as
 	// its bytes, as far as the transport carries them.
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(rawJSON(args))})
-	if err != nil {
-		// A protocol error (such as arguments the tool's schema refuses)
-		// is a refusal too, as the model sees it.
-		return answer{class: refused, text: err.Error()}
-	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	if res.IsError {
-		return answer{class: refused, text: text.String()}
-	}
-	var out struct {
-		ID string `json:"operation_id"`
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
-		t.Fatalf("%s answered without an operation id: %s", tool, b)
-	}
-	return answer{class: accepted, id: out.ID, text: text.String()}
+	return callTool(t, cs, tool, json.RawMessage(rawJSON(args)))
 }
 
 // mcpSession connects a client to an MCP server over r's store, once per

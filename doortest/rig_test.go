@@ -46,6 +46,7 @@ status:
   timeout: 2s
 state: {path: state, pending: [queued, running], success: [succeeded], failure: [failed], cancelled: [cancelled], expired: [expired]}
 result: {require: [{path: result.url, kind: url}], error_path: error}
+cancel: {url: "` + base + `/jobs/{job_id}/cancel", method: POST}
 backoff: {base: 10ms, max: 20ms}
 limits: {deadline: 10m, max_status_requests: 5, max_transport_failures: 3, max_rate_limited: 3}
 escalation:

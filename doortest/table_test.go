@@ -56,6 +56,9 @@ type request struct {
 	extraTime, justification string
 	extraRequests            int
 	option                   string
+	// the use cases of usecases_test.go: a list's phase, and who asks
+	// when it is not the door's usual caller (another agent's token)
+	phase, as string
 }
 
 // answer is a door's answer reduced to what doors must agree on.
@@ -181,8 +184,11 @@ func resolveDeadline(s string, now time.Time) string {
 }
 
 // runTable replays every row through d and checks its answers.
-func runTable(t *testing.T, d door) {
-	for _, rw := range table {
+func runTable(t *testing.T, d door) { runRows(t, d, table) }
+
+// runRows replays rows through d and checks its answers.
+func runRows(t *testing.T, d door, rows []row) {
+	for _, rw := range rows {
 		t.Run(rw.name, func(t *testing.T) {
 			r := newRig(t)
 			var lastID string

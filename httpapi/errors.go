@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // The error codes of {"error": {"code", "message"}}. They are part of the
@@ -52,6 +54,26 @@ func conflict(format string, args ...any) *apiError {
 
 func internal(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, code: codeInternal, message: "internal error; see the server log", cause: err}
+}
+
+// problem answers a use case's error: its Problems by their kind, and
+// anything else as an internal error whose detail stays in the log.
+func problem(err error) error {
+	p, ok := operations.AsProblems(err)
+	if !ok {
+		return internal(err)
+	}
+	switch p.Kind {
+	case operations.NotFound:
+		return errorf(http.StatusNotFound, codeNotFound, "%s", p.Error())
+	case operations.Conflict:
+		return conflict("%s", p.Error())
+	case operations.Forbidden:
+		return errorf(http.StatusForbidden, codeForbidden, "%s", p.Error())
+	case operations.Unauthenticated:
+		return errorf(http.StatusUnauthorized, codeUnauthorized, "%s", p.Error())
+	}
+	return unprocessable("%s", p.Error())
 }
 
 type errorBody struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
@@ -53,19 +54,17 @@ type Options struct {
 
 // api holds what every route needs.
 type api struct {
-	ctl       *controller.Controller
-	store     pollwarden.Store
-	contracts *contract.Set
-	tokens    *tokens.Set
-	// credentialAvailable: see Options.CredentialAvailable.
-	credentialAvailable func(*pollwarden.Contract) error
-	callbackSecret      func(ref string) (string, error)
-	clock               pollwarden.Clock
-	log                 *slog.Logger
-	changes             *changes.Feed
-	recheck             time.Duration
-	metrics             *metrics
-	ready               *readiness
+	ctl *controller.Controller
+	// ops runs every use case on an operation; the routes only translate.
+	ops            *operations.Service
+	store          pollwarden.Store
+	contracts      *contract.Set
+	tokens         *tokens.Set
+	callbackSecret func(ref string) (string, error)
+	clock          pollwarden.Clock
+	log            *slog.Logger
+	metrics        *metrics
+	ready          *readiness
 }
 
 // access is who may call a route. Roles are ordered: an approver may do
@@ -114,8 +113,8 @@ func NewHandler(opts Options) http.Handler {
 	if opts.Controller == nil || opts.Store == nil || opts.Contracts == nil || opts.Tokens == nil {
 		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
 	}
-	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens, credentialAvailable: opts.CredentialAvailable,
-		clock: opts.Clock, log: opts.Logger, changes: opts.Changes, recheck: opts.Recheck}
+	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
+		clock: opts.Clock, log: opts.Logger}
 	if a.clock == nil {
 		a.clock = pollwarden.RealClock{}
 	}
@@ -126,12 +125,9 @@ func NewHandler(opts Options) http.Handler {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	if a.changes == nil {
-		a.changes = changes.NewFeed()
-	}
-	if a.recheck <= 0 {
-		a.recheck = time.Second
-	}
+	a.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts, Clock: a.clock,
+		CredentialAvailable: opts.CredentialAvailable, CredentialHint: "where pollwarden serve runs; set it there (nothing was registered)",
+		Changes: opts.Changes, Recheck: opts.Recheck})
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

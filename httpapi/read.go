@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"mime"
 	"net/http"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // maxWait caps a long-poll (SPEC: at most 60 s), below the usual 60–120 s
@@ -23,29 +24,20 @@ const maxWait = 60 * time.Second
 // (succeeded, failed, cancelled, expired) answers at once, since its phase
 // can no longer change.
 func (a *api) get(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
-	id := r.PathValue("id")
-	var wait time.Duration
+	p := operations.WaitParams{Caller: callerOf(r), ID: r.PathValue("id")}
 	if s := r.URL.Query().Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return unprocessable("wait %s: want a duration such as 30s (at most 60s)", clip(s))
+			return unprocessable("wait %s: want a duration such as 30s (at most 60s)", display.Clip(s))
 		}
-		wait = min(d, maxWait)
+		p.For = min(d, maxWait)
 	}
-	// Checked before the wait: another agent's operation answers 404 at
-	// once, and cannot be timed by holding a long-poll on it.
-	if _, err := a.visible(r, id); err != nil {
-		return err
-	}
-	op, err := a.changes.WaitPhase(r.Context(), a.store, id, wait, a.recheck)
+	op, err := a.ops.Wait(r.Context(), p)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return nil // the caller has gone; nobody reads an answer
 		}
-		return storeError(err, id)
-	}
-	if !callerOf(r).Sees(op) { // an owner never changes; checked again all the same
-		return storeError(pollwarden.ErrNotFound, id)
+		return problem(err)
 	}
 	writeJSON(w, http.StatusOK, pollwarden.OutcomeOf(op))
 	return nil
@@ -57,38 +49,14 @@ type listAnswer struct {
 	Operations []pollwarden.Outcome `json:"operations"`
 }
 
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
-)
-
 // list answers operations, newest first, filtered by ?phase= and bounded
-// by ?limit= (default 100, at most 1000) so one call cannot pull a whole
-// fleet's history. An agent token lists only its own operations (unless
-// its scope is all); the store filters them, so the limit counts the
-// caller's operations, not everyone's.
+// by ?limit= (default 100, at most 1000). An agent token lists only its
+// own operations (unless its scope is all).
 func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	q := r.URL.Query()
-	p := pollwarden.ListParams{Phase: pollwarden.Phase(q.Get("phase")), Limit: defaultListLimit}
-	if p.Phase != "" && !p.Phase.Known() {
-		return unprocessable("phase %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", clip(string(p.Phase)))
-	}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxListLimit {
-			return unprocessable("limit %s: want 1 to %d", clip(s), maxListLimit)
-		}
-		p.Limit = n
-	}
-	owner, ok := callerOf(r).ListOwner()
-	if !ok {
-		writeJSON(w, http.StatusOK, listAnswer{Operations: []pollwarden.Outcome{}})
-		return nil
-	}
-	p.Owner = owner
-	ops, err := a.store.OperationList(r.Context(), p)
+	ops, err := a.ops.List(r.Context(), operations.ListParams{Caller: callerOf(r), Phase: q.Get("phase"), Limit: q.Get("limit")})
 	if err != nil {
-		return internal(err)
+		return problem(err)
 	}
 	out := listAnswer{Operations: make([]pollwarden.Outcome, len(ops))}
 	for i, op := range ops {
@@ -109,12 +77,9 @@ type auditAnswer struct {
 // themselves, hashes included, for a program.
 func (a *api) audit(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	id := r.PathValue("id")
-	if _, err := a.visible(r, id); err != nil {
-		return err
-	}
-	events, err := a.store.EventList(r.Context(), id)
+	events, err := a.ops.Events(r.Context(), callerOf(r), id)
 	if err != nil {
-		return internal(err)
+		return problem(err)
 	}
 	if wantsJSON(r) {
 		if events == nil {
@@ -146,12 +111,4 @@ func wantsJSON(r *http.Request) bool {
 		return true
 	}
 	return false
-}
-
-// storeError maps a store error for operation id.
-func storeError(err error, id string) error {
-	if errors.Is(err, pollwarden.ErrNotFound) {
-		return errorf(http.StatusNotFound, codeNotFound, "no operation %s", clip(id))
-	}
-	return internal(err)
 }

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // resultTrailer carries the sha256 of a result handed over whole, so a
@@ -20,18 +20,10 @@ const resultTrailer = "Pollwarden-Result-Sha256"
 // Content-Length above it is refused before a byte is written). Once
 // bytes have gone out, a failure aborts the response, so no client
 // mistakes what it got for the result.
-func (a *api) result(w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error {
+func (a *api) result(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	id := r.PathValue("id")
-	op, err := a.visible(r, id)
-	if err != nil {
-		return err
-	}
-	ex, ok := a.contracts.Get(op.Contract)
-	if !ok {
-		return conflict("operation %s uses contract %s, which is not loaded now", op.ID, op.Contract)
-	}
 	lw := &lazyWriter{w: w}
-	res, err := a.ctl.FetchResult(r.Context(), ex, id, who, lw)
+	res, err := a.ops.FetchResult(r.Context(), operations.ResultParams{Caller: callerOf(r), ID: id}, lw)
 	switch {
 	case err == nil:
 		if !lw.started {
@@ -42,12 +34,10 @@ func (a *api) result(w http.ResponseWriter, r *http.Request, who pollwarden.Acto
 	case res.Written || lw.started:
 		a.log.WarnContext(r.Context(), "result fetch failed midway; response aborted", "operation", id, "error", err)
 		panic(http.ErrAbortHandler)
-	case errors.Is(err, controller.ErrResultRefused):
-		return conflict("%s", err.Error())
-	case errors.Is(err, controller.ErrResultFailed):
+	case errors.Is(err, operations.ErrResultFailed):
 		return errorf(http.StatusBadGateway, codeBadGateway, "%s", err.Error())
 	}
-	return storeError(err, id)
+	return problem(err)
 }
 
 // lazyWriter answers 200 only when the first byte of the result arrives,

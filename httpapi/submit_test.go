@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
@@ -56,8 +57,8 @@ func TestCreateWithSubmitResumesAnUnansweredSubmission(t *testing.T) {
 	r := newRigWith(t, rigOptions{submitter: true})
 	ex, _ := r.contracts.Get("submitter")
 	body := []byte(`{"report":"q3"}`)
-	req := createRequest{OperationID: "op-stuck", Contract: "submitter", Submit: &submitRequest{Body: body}}
-	op, events, err := policy.NewSubmission(ex.Contract(), policy.NewParams{ID: "op-stuck", Owner: "build-agent", RequestDigest: req.digest()}, body, "", time.Now())
+	req := operations.CreateRequest{Contract: "submitter", Submit: &operations.SubmitParams{Body: body}}
+	op, events, err := policy.NewSubmission(ex.Contract(), policy.NewParams{ID: "op-stuck", Owner: "build-agent", RequestDigest: req.Digest()}, body, "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

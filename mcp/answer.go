@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -15,14 +16,33 @@ func (s *server) get(ctx context.Context, id string) (*pollwarden.Operation, err
 	if id == "" {
 		return nil, errors.New("operation_id is required: the one watch_job returned (list_jobs lists them)")
 	}
-	op, err := s.visible(ctx, id)
-	if errors.Is(err, pollwarden.ErrNotFound) {
-		return nil, fmt.Errorf("no operation %s; register the job with watch_job first (list_jobs lists the known ones)", clip(id))
-	}
+	op, err := s.ops.Get(ctx, s.who(ctx), id)
 	if err != nil {
-		return nil, internal(err)
+		return nil, toolError(err)
 	}
 	return op, nil
+}
+
+// toolError is a use case's error as a model reads it: the problems in
+// words, with where to go on from a missing operation; anything that is
+// not a refusal as an internal error.
+func toolError(err error) error {
+	p, ok := operations.AsProblems(err)
+	switch {
+	case !ok:
+		return internal(err)
+	case p.Kind == operations.NotFound:
+		return fmt.Errorf("%s; register the job with watch_job first (list_jobs lists the known ones)", p.Error())
+	}
+	msgs := make([]string, len(p.List))
+	for i, pr := range p.List {
+		msgs[i] = pr.Message
+		if pr.Widens {
+			msgs[i] = fmt.Sprintf("%s: %s, after the job escalates: call request_extension to ask (or omit %s for the contract's)",
+				pr.Field, pr.Message, pr.Field)
+		}
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // answer is the record with guidance in words.
@@ -98,22 +118,4 @@ func (s *server) names() string {
 // errors never carry secrets, but they are not actionable for a model.
 func internal(err error) error {
 	return fmt.Errorf("internal error in pollwarden (%v); try again, and tell the user if it persists", err)
-}
-
-// trimInvalid is err's message without the sentinel's prefix: a tool
-// error is read by a model, which the word "invalid" tells nothing.
-func trimInvalid(err error) string {
-	msg := err.Error()
-	for _, s := range []error{pollwarden.ErrInvalid, pollwarden.ErrPhase} {
-		msg = strings.TrimPrefix(msg, s.Error()+": ")
-	}
-	return msg
-}
-
-func clip(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // ResourcePrefix starts every operation's resource URI:
@@ -82,7 +83,7 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 	uri := req.Params.URI
 	id, ok := operationID(uri)
 	if !ok {
-		return fmt.Errorf("cannot subscribe to %s: resources are %s", clip(uri), ResourceTemplate)
+		return fmt.Errorf("cannot subscribe to %s: resources are %s", display.Clip(uri), ResourceTemplate)
 	}
 	// Checked for every session, also when another is already subscribed.
 	if _, err := ws.s.visible(ctx, id); err != nil {

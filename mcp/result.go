@@ -9,7 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // ToolGetResult fetches a succeeded job's result.
@@ -51,17 +51,13 @@ func (s *server) getResult(ctx context.Context, _ *sdk.CallToolRequest, in GetRe
 	if err != nil {
 		return nil, ResultAnswer{}, err
 	}
-	ex, ok := s.o.Contracts.Get(op.Contract)
-	if !ok {
-		return nil, ResultAnswer{}, fmt.Errorf("operation %s uses contract %s, which is not loaded now", op.ID, op.Contract)
-	}
 	var buf cappedBuffer
-	res, err := s.o.Controller.FetchResult(ctx, ex, op.ID, s.who(ctx).actor(), &buf)
+	res, err := s.ops.FetchResult(ctx, operations.ResultParams{Caller: s.who(ctx), ID: op.ID}, &buf)
 	switch {
-	case errors.Is(err, controller.ErrResultRefused), errors.Is(err, controller.ErrResultFailed):
+	case errors.Is(err, operations.ErrResultFailed):
 		return nil, ResultAnswer{}, err
 	case err != nil:
-		return nil, ResultAnswer{}, internal(err)
+		return nil, ResultAnswer{}, toolError(err)
 	}
 	ans := ResultAnswer{OperationID: op.ID, Bytes: res.Bytes, SHA256: res.SHA256, URL: res.URL}
 	if buf.over || !utf8.Valid(buf.b.Bytes()) {

@@ -21,6 +21,7 @@ import (
 	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // MaxWait bounds one wait_job call, below the ~60 s request timeout of
@@ -78,7 +79,9 @@ Each operation is also the resource pollwarden://operations/{operation_id} (its 
 A host with MCP tasks may run watch_job or wait_job as a task: the task id is the operation_id, its poll interval is the time to pollwarden's next status request, and input_required means a person must decide.`
 
 type server struct {
-	o   Options
+	o Options
+	// ops runs every use case on an operation; the tools only translate.
+	ops *operations.Service
 	srv *sdk.Server
 	ws  *watchers
 }
@@ -103,7 +106,8 @@ func NewServer(o Options) *sdk.Server {
 	if o.Owner == "" {
 		o.Owner = "mcp"
 	}
-	s := &server{o: o}
+	s := &server{o: o, ops: operations.New(operations.Options{Controller: o.Controller, Contracts: o.Contracts, Clock: o.Clock,
+		CredentialAvailable: o.CredentialAvailable, CredentialHint: o.CredentialHint, Changes: o.Changes, Recheck: o.Recheck})}
 	s.ws = &watchers{s: s, w: map[string]*watcher{}}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "pollwarden", Version: o.Version},
 		&sdk.ServerOptions{Instructions: instructions,

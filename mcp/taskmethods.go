@@ -8,8 +8,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/mcptask"
-	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // The tasks/* methods, answered from the store.
@@ -23,7 +24,7 @@ func (s *server) task(ctx context.Context, id string) (*pollwarden.Operation, er
 	}
 	op, err := s.visible(ctx, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
-		return nil, rpcError(mcptask.CodeInvalidParams, "Failed to retrieve task: no task %s (task ids are operation ids; list_jobs lists them)", clip(id))
+		return nil, rpcError(mcptask.CodeInvalidParams, "Failed to retrieve task: no task %s (task ids are operation ids; list_jobs lists them)", display.Clip(id))
 	}
 	if err != nil {
 		return nil, internal(err)
@@ -83,11 +84,7 @@ func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTas
 	if p != nil && p.Cursor != "" {
 		return nil, rpcError(mcptask.CodeInvalidParams, "invalid cursor: tasks/list answers in one page")
 	}
-	owner, ok := s.who(ctx).listOwner()
-	if !ok {
-		return &wire{v: mcptask.ListTasksResult{Tasks: []mcptask.Task{}}}, nil
-	}
-	list, err := s.o.Store.OperationList(ctx, pollwarden.ListParams{Limit: 100, Owner: owner})
+	list, err := s.ops.List(ctx, operations.ListParams{Caller: s.who(ctx)})
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -121,21 +118,14 @@ func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *task
 }
 
 // abandonWait is the one place a task's cancel reaches the controller: an
-// agent's abandon decision (it grants nothing), which the controller
-// accepts on a waiting operation as on an escalated one.
+// agent's abandon (it grants nothing), allowed on a waiting operation as
+// on an escalated one, for the operation's owner.
 func (s *server) abandonWait(ctx context.Context, op *pollwarden.Operation) (*pollwarden.Operation, error) {
-	ex, ok := s.o.Contracts.Get(op.Contract)
-	if !ok {
-		return nil, rpcError(mcptask.CodeInvalidParams, "operation %s's contract %s is not loaded; the wait cannot be abandoned here", op.ID, clip(op.Contract))
-	}
-	next, err := s.o.Controller.Decide(ctx, ex, op.ID, policy.DecisionParams{Option: pollwarden.OptionAbandon, Actor: s.who(ctx).actor(),
+	next, err := s.ops.Abandon(ctx, operations.DecisionParams{Caller: s.who(ctx), ID: op.ID,
 		Note: "the MCP task was cancelled by the client: stop watching; nothing is cancelled at the provider"})
-	switch {
-	case errors.Is(err, pollwarden.ErrInvalid) && op.Phase == pollwarden.PhaseWaiting:
-		return nil, rpcError(mcptask.CodeInvalidParams, "task %s cannot be cancelled while its operation waits: pollwarden keeps watching it until an outcome or an escalation, after which cancelling abandons the wait", op.ID)
-	case errors.Is(err, pollwarden.ErrInvalid):
-		return nil, rpcError(mcptask.CodeInvalidParams, "%v", err)
-	case err != nil:
+	if p, ok := operations.AsProblems(err); ok {
+		return nil, rpcError(mcptask.CodeInvalidParams, "%s", p.Error())
+	} else if err != nil {
 		return nil, internal(err)
 	}
 	return next, nil

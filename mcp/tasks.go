@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/mcptask"
 )
 
@@ -284,7 +285,7 @@ func (s *server) callAsTask(ctx context.Context, req *sdk.CallToolRequest, call 
 	case !waits && shape == coreTask:
 		// -32601, which the specification suggests, is rewritten by the SDK
 		// into a bare "method not found"; this code keeps the message.
-		return nil, rpcError(mcptask.CodeInvalidParams, "%s does not run as a task; call it without the task parameter (watch_job and wait_job may run as tasks)", clip(p.Name)), true
+		return nil, rpcError(mcptask.CodeInvalidParams, "%s does not run as a task; call it without the task parameter (watch_job and wait_job may run as tasks)", display.Clip(p.Name)), true
 	case !waits:
 		return nil, nil, false
 	}

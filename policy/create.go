@@ -84,7 +84,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
+		return nil, nil, &ParamsError{Problems: problems}
 	}
 	op := &pollwarden.Operation{
 		ID: p.ID, Contract: c.Name, ProviderJobID: p.ProviderJobID, StatusURL: p.StatusURL,
@@ -121,6 +121,19 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	})
 	return op, []pollwarden.Event{ev}, nil
 }
+
+// ParamsError is NewOperation's refusal: every problem of the request, in
+// words, so that a door can tell them apart (which one only an approver
+// could lift). It is a pollwarden.ErrInvalid.
+type ParamsError struct {
+	Problems []string
+}
+
+func (e *ParamsError) Error() string {
+	return pollwarden.ErrInvalid.Error() + ": " + strings.Join(e.Problems, "; ")
+}
+
+func (e *ParamsError) Unwrap() error { return pollwarden.ErrInvalid }
 
 func cloneActor(a *pollwarden.Actor) *pollwarden.Actor {
 	if a == nil {

@@ -7,8 +7,10 @@
 // writer can invalidate them before the commit; a write that carries events
 // then locks the one-row audit_head table, which serialises event appends
 // across the whole fleet and keeps the store-wide chain gap-free (see
-// docs/audit.md, "Several writers"). Lock order is always operation row,
-// then chain head, so writers cannot deadlock.
+// docs/audit.md, "Several writers"). Lock order is always operation rows,
+// then chain head, so writers cannot deadlock. Because that head is the
+// fleet's bottleneck, the claims and saves of one process that arrive
+// together share one transaction, and the head is locked once for them.
 //
 // The database's clock (clock_timestamp()) alone decides whether a lease
 // is held, when it expires and whether a fenced write may still commit;

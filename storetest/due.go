@@ -114,3 +114,31 @@ func testListDueAfterSave(t *testing.T, s pollwarden.Store) {
 		t.Fatalf("after c began cancelling: %q, want %q", got, want)
 	}
 }
+
+// testListDueSkipsLeased: an operation whose lease is held at DueBefore is
+// not listed as due work (a step is working on it; a claim could only be
+// refused); from the lease's expiry instant, or once it is released, it
+// is listed again.
+func testListDueSkipsLeased(t *testing.T, s pollwarden.Store) {
+	for _, id := range []string{"leased", "free"} {
+		op := newOp(id)
+		op.NextPollAt = at(-time.Minute)
+		create(t, s, op)
+	}
+	_, l, err := claim(t, s, "leased", "a", t0, nil)
+	if err != nil || l == nil {
+		t.Fatalf("claim: %v, %v", l, err)
+	}
+	if got := listIDs(t, s, pollwarden.ListParams{DueBefore: t0}); got != "free " {
+		t.Errorf("while leased: due %q, want only free", got)
+	}
+	if got := listIDs(t, s, pollwarden.ListParams{DueBefore: l.ExpiresAt}); got != "leased free " && got != "free leased " {
+		t.Errorf("at the lease's expiry: due %q, want both", got)
+	}
+	if err := s.LeaseRelease(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	if got := listIDs(t, s, pollwarden.ListParams{DueBefore: t0}); got != "leased free " && got != "free leased " {
+		t.Errorf("after release: due %q, want both", got)
+	}
+}

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},
+		{"ListDueSkipsLeased", testListDueSkipsLeased},
 		{"SaveRoundTrip", testSaveRoundTrip},
 		{"SaveVersionConflict", testSaveConflict},
 		{"SaveNotFound", testSaveNotFound},

@@ -15,6 +15,7 @@ import (
 // operation, its store included; that command, run as printed, resumes it to its end with the
 // counters it had.
 func TestInterruptedWaitPrintsTheResumeCommand(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

@@ -56,6 +56,7 @@ func (r *rawMCP) post(method string, params any, notify bool) string {
 // — tasks/get, tasks/result, tasks/list and tasks/cancel alike — and
 // cancelling it leaves A's operation waiting.
 func TestServeMCPTasksTenancy(t *testing.T) {
+	t.Parallel()
 	_, base, _ := tenantServe(t)
 	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"`+opA+`","contract":"proc-test","job_id":"`+jobA+`"}`, 201)
 	b := &rawMCP{t: t, base: base, token: tokB}
@@ -84,5 +85,44 @@ func TestServeMCPTasksTenancy(t *testing.T) {
 	a.post("notifications/initialized", map[string]any{}, true)
 	if out := a.post("tasks/get", map[string]any{"taskId": opA}, false); !strings.Contains(out, `"taskId":"`+opA+`"`) {
 		t.Errorf("tasks/get of its own task as A: %s", out)
+	}
+}
+
+// TestServeMCPTaskCancelIsTheOwners: a scope-all agent sees A's task but
+// may not stop it: tasks/cancel over /mcp is refused, as the API's
+// abandon is, and A's operation stays waiting; A itself may cancel it.
+func TestServeMCPTaskCancelIsTheOwners(t *testing.T) {
+	_, base, _ := tenantServe(t)
+	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"`+opA+`","contract":"proc-test","job_id":"`+jobA+`"}`, 201)
+	session := func(token string) *rawMCP {
+		m := &rawMCP{t: t, base: base, token: token}
+		m.post("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tasks": map[string]any{}},
+			"clientInfo": map[string]any{"name": "tasks-owner", "version": "v0"}}, false)
+		m.post("notifications/initialized", map[string]any{}, true)
+		return m
+	}
+	phase := func() string {
+		_, body := send(t, base, tokA, "GET", "/v1/operations/"+opA, "", "")
+		var rec struct {
+			Phase string `json:"phase"`
+		}
+		_ = json.Unmarshal([]byte(body), &rec)
+		return rec.Phase
+	}
+	ci := session(tokCI)
+	if out := ci.post("tasks/get", map[string]any{"taskId": opA}, false); !strings.Contains(out, `"status"`) {
+		t.Fatalf("the scope-all agent does not see A's task: %s", out)
+	}
+	if out := ci.post("tasks/cancel", map[string]any{"taskId": opA}, false); !strings.Contains(out, `"error"`) || !strings.Contains(out, "only its own") {
+		t.Errorf("tasks/cancel of A's task by the scope-all agent: %s", out)
+	}
+	if p := phase(); p != "waiting" {
+		t.Errorf("A's operation after the scope-all agent's tasks/cancel: %s", p)
+	}
+	if out := session(tokA).post("tasks/cancel", map[string]any{"taskId": opA}, false); strings.Contains(out, `"error"`) {
+		t.Errorf("A's own tasks/cancel: %s", out)
+	}
+	if p := phase(); p == "waiting" {
+		t.Errorf("A's operation still waiting after A's tasks/cancel")
 	}
 }

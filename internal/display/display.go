@@ -43,6 +43,16 @@ func Text(s string) string {
 // agent or a provider wrote can neither end the quote nor the line.
 func Quote(s string) string { return strconv.Quote(s) }
 
+// Clip quotes a caller's value for an error message, cut to 80 runes so
+// that a long one does not drown the problem.
+func Clip(s string) string {
+	const max = 80
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return Quote(s)
+}
+
 // Value shows a single word (a state, an id) as it is when it is made of
 // printable characters other than spaces, quotes and backslashes, and
 // quoted otherwise, so an odd value is visibly one value.

@@ -25,8 +25,8 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 		return nil
 	}
 	if s.x.HeadRow {
-		if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1"+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
-			return fmt.Errorf("lock the audit chain head: %w", err)
+		if err := s.lockHead(ctx, tx, &cs); err != nil {
+			return err
 		}
 	}
 	// Under the write lock: two first appends cannot both record a mode.
@@ -37,16 +37,37 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	for i := range evs {
 		e := &evs[i]
 		cs.link(e)
-		stmts = append(stmts, Stmt{insertEventSQL, []any{e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash}})
+		stmts = append(stmts, eventStmt(opID, e))
 	}
 	if s.x.HeadRow {
-		stmts = append(stmts, Stmt{"UPDATE audit_head SET pos = ?, hash = ? WHERE id = 1", []any{cs.Pos, cs.Hash}})
+		stmts = append(stmts, s.headStmt(cs))
 	}
 	if err := tx.Batch(ctx, stmts); err != nil {
-		return fmt.Errorf("append events: %w", err)
+		return errAppend(err)
 	}
 	return nil
 }
+
+// lockHead locks the chain's head row (Syntax.HeadRow) and reads it into
+// cs; the lock is held until the commit.
+func (s *Store) lockHead(ctx context.Context, tx Querier, cs *Chain) error {
+	if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1"+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
+		return fmt.Errorf("lock the audit chain head: %w", err)
+	}
+	return nil
+}
+
+// headStmt moves the chain's head row to cs.
+func (s *Store) headStmt(cs Chain) Stmt {
+	return Stmt{"UPDATE audit_head SET pos = ?, hash = ? WHERE id = 1", []any{cs.Pos, cs.Hash}}
+}
+
+// eventStmt inserts e, already linked, as an event of opID.
+func eventStmt(opID string, e *pollwarden.Event) Stmt {
+	return Stmt{insertEventSQL, []any{e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash}}
+}
+
+func errAppend(err error) error { return fmt.Errorf("append events: %w", err) }
 
 // AppendBulk appends events to an existing operation through the store's
 // own append path (sealing, numbering, hashing), all in one transaction:

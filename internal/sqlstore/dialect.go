@@ -57,6 +57,26 @@ type Dialect interface {
 	Syntax() Syntax
 }
 
+// LockedReader is a Dialect that runs many locking reads, each followed
+// by a read of the lease clock, in one round trip: a clock read still
+// follows its row's lock, so a lease decision is made at an instant after
+// the lock was granted, as with LeaseNow.
+type LockedReader interface {
+	ReadLocked(ctx context.Context, tx Querier, reads []LockedRead) error
+}
+
+// LockedRead is one row read under its lock: Dest receives the row, Found
+// says whether there was one, Now is the lease clock after the lock (see
+// Dialect.LeaseNow for Caller).
+type LockedRead struct {
+	SQL    string
+	Args   []any
+	Dest   []any
+	Caller time.Time
+	Found  bool
+	Now    time.Time
+}
+
 // Syntax is where the dialects' SQL differs.
 type Syntax struct {
 	// Name prefixes every error of the store ("sqlite", "postgres").
@@ -75,6 +95,10 @@ type Syntax struct {
 	// table, locked before an append and moved after it (several writers
 	// at once); otherwise it is read from events, under the write lock.
 	HeadRow bool
+	// GroupWrites: the store commits the claims and saves of one process
+	// that arrive together in one transaction (see grouper); set where the
+	// driver does not group writes itself.
+	GroupWrites bool
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string

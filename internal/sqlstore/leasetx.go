@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 )
@@ -90,47 +92,47 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	}
 	var read *pollwarden.Operation
 	var cl Claim
-	err = s.d.Write(ctx, func(tx Querier) error {
-		var sl storedLease
-		var cs Chain
-		var rec string
-		var version int64
-		dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...)
-		now, err := s.readLocked(ctx, tx, s.q.claim, p.OperationID, p.Now, dest...)
-		if err != nil {
-			return err
-		}
-		ls := sl.Lease()
-		if err := ls.claimable(now); err != nil {
-			return err
-		}
-		var args []any
-		if pre != nil && version == preRead.Version {
-			// The stored record is the caller's copy: its reservation stands.
-			read, cl, args = preRead, *pre, preArgs
-		} else {
-			if read, err = decodeRecord(version, rec); err != nil {
-				return err
+	var sl storedLease
+	var cs Chain
+	var rec string
+	var version int64
+	err = s.writeGrouped(ctx, rowWrite{
+		opID: p.OperationID, query: s.q.claim, caller: p.Now, chain: &cs,
+		dest: append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...),
+		decide: func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
+			if !found {
+				return nil, nil, s.lockedByAnother(ctx, tx, p.OperationID)
 			}
-			if cl, err = reserveOn(s.sealer, read, p); err != nil || cl.Op == nil {
-				return err
+			ls := sl.Lease()
+			if err := ls.claimable(now); err != nil {
+				return nil, nil, err
 			}
-			if args, err = recordArgs(cl.Op); err != nil {
-				return err
+			var args []any
+			var err error
+			if pre != nil && version == preRead.Version {
+				// The stored record is the caller's copy: its reservation stands.
+				read, cl, args = preRead, *pre, preArgs
+			} else {
+				if read, err = decodeRecord(version, rec); err != nil {
+					return nil, nil, err
+				}
+				if cl, err = reserveOn(s.sealer, read, p); err != nil || cl.Op == nil {
+					return nil, nil, err
+				}
+				if args, err = recordArgs(cl.Op); err != nil {
+					return nil, nil, err
+				}
 			}
-		}
-		if cl.Op == nil {
-			return nil
-		}
-		if err := cl.take(ls, now, p); err != nil {
-			return err
-		}
-		l := cl.Lease
-		args = append(slices.Clip(args), l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
-		if _, err := tx.Exec(ctx, s.q.updateClaim, args...); err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, p.OperationID, cs, cl.Prepared)
+			if cl.Op == nil {
+				return nil, nil, nil
+			}
+			if err := cl.take(ls, now, p); err != nil {
+				return nil, nil, err
+			}
+			l := cl.Lease
+			args = append(slices.Clip(args), l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
+			return &Stmt{s.q.updateClaim, args}, cl.Prepared, nil
+		},
 	})
 	if err != nil {
 		return nil, nil, s.fail(err, "claim %q", p.OperationID)
@@ -140,4 +142,23 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	}
 	publishEvents(cl.Events, cl.Prepared)
 	return cl.Op, cl.Lease, nil
+}
+
+// lockedByAnother explains a claim's read that found no row: with
+// SkipLocked, a row another transaction holds is passed over, so the
+// operation exists but is being written (ErrLeaseHeld: look again later);
+// otherwise, or when it is indeed missing, ErrNotFound.
+func (s *Store) lockedByAnother(ctx context.Context, tx Querier, id string) error {
+	if s.x.SkipLocked == "" {
+		return pollwarden.ErrNotFound
+	}
+	var one int
+	err := tx.QueryRow(ctx, "SELECT 1 FROM operations WHERE id = ?", id).Scan(&one)
+	switch {
+	case errors.Is(err, ErrNoRows):
+		return pollwarden.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: another writer is changing the operation", pollwarden.ErrLeaseHeld)
 }

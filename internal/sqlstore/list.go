@@ -38,8 +38,14 @@ func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarde
 	}
 	defer rows.Close()
 	var out []*pollwarden.Operation
+	due := !p.DueBefore.IsZero()
 	for rows.Next() {
-		op, err := scanOp(rows)
+		var op *pollwarden.Operation
+		if due {
+			op, err = s.scanDue(rows)
+		} else {
+			op, err = scanOp(rows)
+		}
 		if err != nil {
 			return nil, s.fail(err, "list operations")
 		}
@@ -51,6 +57,14 @@ func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarde
 	return out, nil
 }
 
+// unleased keeps out of a due listing the operations whose lease is held
+// at DueBefore: another step (of this process or another replica) is
+// working on each, so a claim could only be refused. Without it, replicas
+// sharing a database list the same oldest-due batch and spend their claims
+// on one another's operations in flight. It is judged on the lister's
+// clock, so it is a hint: the claim still decides on the lease clock.
+const unleased = "(lease_expires_at IS NULL OR lease_expires_at <= ?)"
+
 // ListQuery is one query of OperationList and its arguments (with
 // DueBefore, p.Phase one of the due phases), exported so that a driver can
 // check the plan its database makes of it.
@@ -59,15 +73,19 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 	var where []string
 	var args []any
 	due := !p.DueBefore.IsZero()
+	if due {
+		// The id too, for the due cache (see scanDue).
+		q = "SELECT id, version, record FROM operations"
+	}
 	switch {
 	case due && p.Phase == pollwarden.PhaseCancelling:
 		q += s.x.hint("operations_phase")
-		where = append(where, "phase = 'cancelling'", "next_poll_at <= ?")
-		args = append(args, FormatTime(clampYear(p.DueBefore)))
+		where = append(where, "phase = 'cancelling'", "next_poll_at <= ?", unleased)
+		args = append(args, FormatTime(clampYear(p.DueBefore)), FormatTime(clampYear(p.DueBefore)))
 	case due:
 		q += s.x.hint("operations_due")
-		where = append(where, "phase = 'waiting'", "next_poll_at <= ?")
-		args = append(args, FormatTime(clampYear(p.DueBefore)))
+		where = append(where, "phase = 'waiting'", "next_poll_at <= ?", unleased)
+		args = append(args, FormatTime(clampYear(p.DueBefore)), FormatTime(clampYear(p.DueBefore)))
 	}
 	if p.Phase != "" && !due {
 		where = append(where, "phase = ?")
@@ -98,4 +116,15 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 		args = append(args, p.Limit)
 	}
 	return q, args
+}
+
+// scanDue reads a row of a due listing (id, version, record) through the
+// store's due cache.
+func (s *Store) scanDue(row Row) (*pollwarden.Operation, error) {
+	var id, rec string
+	var version int64
+	if err := row.Scan(&id, &version, &rec); err != nil {
+		return nil, err
+	}
+	return s.due.decode(id, version, rec)
 }

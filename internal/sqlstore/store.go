@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,10 @@ type Store struct {
 	name   string
 	sealer audit.Sealer
 	q      queries
+	// g groups claims and saves (Syntax.GroupWrites); nil otherwise.
+	g *grouper
+	// due keeps the records due listings decoded.
+	due dueCache
 	// mode caches the store's sealing key id ("" = plain) once read; it
 	// never changes after the first append writes it.
 	modeMu    sync.Mutex
@@ -33,7 +38,11 @@ type Store struct {
 // New is the store over d, sealing event payloads with sealer when set.
 func New(d Dialect, sealer audit.Sealer) *Store {
 	x := d.Syntax()
-	return &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
+	s := &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
+	if x.GroupWrites {
+		s.g = newGrouper()
+	}
+	return s
 }
 
 // recordCols are the operations columns written from an Operation, in the
@@ -92,7 +101,15 @@ func buildQueries(x Syntax) queries {
 	}
 	q.save = "SELECT version, " + leaseCols + " FROM operations WHERE id = ?" + x.ForUpdate
 	q.saveChain = "SELECT version, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
-	q.claim = "SELECT version, record, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
+	// A claim passes a row another writer has locked (SkipLocked, where
+	// rows are locked one at a time): whoever holds it is working on the
+	// operation, so the claim is refused as if the lease were held instead
+	// of queueing behind it (see lockedByAnother).
+	lock := x.ForUpdate
+	if x.SkipLocked != "" {
+		lock = x.SkipLocked
+	}
+	q.claim = "SELECT version, record, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + lock
 	return q
 }
 
@@ -253,28 +270,27 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if p.Release && p.Lease != nil {
 		update = s.q.updateRelease
 	}
-	err = s.d.Write(ctx, func(tx Querier) error {
-		var version int64
-		var ls storedLease
-		var cs Chain
-		query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
-		if len(evs) > 0 {
-			query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
-		}
-		now, err := s.readLocked(ctx, tx, query, op.ID, p.Now, dest...)
-		if err != nil {
-			return err
-		}
-		if err := ls.Lease().checkWriter(op.ID, p.Lease, now); err != nil {
-			return err
-		}
-		if version != op.Version {
-			return fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
-		}
-		if _, err := tx.Exec(ctx, update, append(args, op.ID)...); err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, op.ID, cs, evs)
+	var version int64
+	var ls storedLease
+	var cs Chain
+	query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
+	if len(evs) > 0 {
+		query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
+	}
+	err = s.writeGrouped(ctx, rowWrite{
+		opID: op.ID, query: query, dest: dest, caller: p.Now, chain: &cs,
+		decide: func(_ context.Context, _ Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
+			if !found {
+				return nil, nil, pollwarden.ErrNotFound
+			}
+			if err := ls.Lease().checkWriter(op.ID, p.Lease, now); err != nil {
+				return nil, nil, err
+			}
+			if version != op.Version {
+				return nil, nil, fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
+			}
+			return &Stmt{update, append(slices.Clip(args), op.ID)}, evs, nil
+		},
 	})
 	if err != nil {
 		return s.fail(err, "save operation %q", op.ID)

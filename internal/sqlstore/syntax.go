@@ -20,15 +20,17 @@ func SQLite() Syntax {
 }
 
 // PostgreSQL is the SQL of a database shared by replicas: a write locks
-// the rows it checks and the chain's head row, claimers of outbox
-// messages pass each other's locked rows, and created_order is an
-// identity column.
+// the rows it checks and the chain's head row, a process groups its
+// steps' writes so the head is locked once per group, claimers (of
+// operations and of outbox messages) pass each other's locked rows, and
+// created_order is an identity column.
 func PostgreSQL() Syntax {
 	return Syntax{
-		Name:       "postgres",
-		ForUpdate:  " FOR UPDATE",
-		SkipLocked: " FOR UPDATE SKIP LOCKED",
-		HeadRow:    true,
+		Name:        "postgres",
+		ForUpdate:   " FOR UPDATE",
+		SkipLocked:  " FOR UPDATE SKIP LOCKED",
+		HeadRow:     true,
+		GroupWrites: true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
 			version    integer     NOT NULL PRIMARY KEY,
 			name       text        NOT NULL,

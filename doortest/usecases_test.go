@@ -1,0 +1,208 @@
+package doortest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pollwarden/pollwarden/cli"
+	pwmcp "github.com/pollwarden/pollwarden/mcp"
+)
+
+// The use cases beyond create, extend, decide and abandon, each driven
+// through every door that offers it.
+const (
+	readOp      kind = "read"
+	listOps     kind = "list"
+	waitOn      kind = "wait"
+	cancelOp    kind = "cancel"
+	fetchResult kind = "fetch-result"
+)
+
+// otherAgent is a second agent token that sees every operation (scope
+// all) but owns none of the seeded ones.
+const (
+	otherAgent      = "other-agent"
+	otherAgentToken = "tok-doortest-other"
+)
+
+var useCaseTable = []row{
+	{name: "read a waiting operation", req: request{kind: readOp, target: opWaiting}, want: accepted},
+	{name: "read a finished operation", req: request{kind: readOp, target: opDone}, want: accepted},
+	{name: "read an unknown operation", req: request{kind: readOp, target: "op-nope"}, want: notFound, field: "op-nope"},
+
+	{name: "list every phase", req: request{kind: listOps}, want: accepted},
+	{name: "list the escalated", req: request{kind: listOps, phase: "escalated"}, want: accepted},
+	{name: "list a phase that does not exist", req: request{kind: listOps, phase: "paused"}, want: invalid, field: "phase"},
+
+	{name: "wait on a finished operation answers at once", req: request{kind: waitOn, target: opDone}, want: accepted},
+	{name: "wait on an unknown operation", req: request{kind: waitOn, target: "op-nope"}, want: notFound, field: "op-nope"},
+
+	{name: "cancel a waiting operation", req: request{kind: cancelOp, target: opWaiting}, want: accepted},
+	{name: "cancel twice answers the record as it is", before: []request{{kind: cancelOp, target: opWaiting}},
+		req: request{kind: cancelOp, target: opWaiting}, want: accepted, sameID: true},
+	{name: "cancel a finished operation", req: request{kind: cancelOp, target: opDone}, want: conflict, field: "succeeded"},
+	{name: "cancel an unknown operation", req: request{kind: cancelOp, target: "op-nope"}, want: notFound, field: "op-nope"},
+
+	{name: "abandon twice", before: []request{{kind: abandon, target: opWaiting}}, req: request{kind: abandon, target: opWaiting}, want: conflict, field: opWaiting},
+	{name: "abandon by another agent", req: request{kind: abandon, target: opWaiting, as: otherAgent}, want: forbidden, field: "abandon only its own"},
+	{name: "abandon an unknown operation", req: request{kind: abandon, target: "op-nope"}, want: notFound, field: "op-nope"},
+
+	{name: "extension on an abandoned operation", before: []request{{kind: abandon, target: opWaiting}}, req: ext(opWaiting, "5m", 1), want: conflict},
+	{name: "decision without an option", req: request{kind: decide, target: opWaiting}, want: invalid, field: "option"},
+	{name: "decision with an option not offered", req: request{kind: decide, target: opDone, option: "extend"}, want: conflict, field: "succeeded"},
+
+	{name: "result before success", req: request{kind: fetchResult, target: opWaiting}, want: conflict, field: "succeeded"},
+	{name: "result of an unknown operation", req: request{kind: fetchResult, target: "op-nope"}, want: notFound, field: "op-nope"},
+}
+
+func TestCLIDoorUseCases(t *testing.T)  { runRows(t, cliDoor{}, useCaseTable) }
+func TestHTTPDoorUseCases(t *testing.T) { runRows(t, httpDoor{}, useCaseTable) }
+func TestMCPDoorUseCases(t *testing.T)  { runRows(t, mcpDoor{}, useCaseTable) }
+
+// TestCancelTwiceSendsOnce: through each door that cancels, a second
+// cancel sends no second request to the provider (the contract does not
+// document cancel as idempotent).
+func TestCancelTwiceSendsOnce(t *testing.T) {
+	for _, d := range []door{cliDoor{}, httpDoor{}} {
+		r := newRig(t)
+		for range 2 {
+			if a := d.do(t, r, request{kind: cancelOp, target: opWaiting}); a.class != accepted {
+				t.Fatalf("%T cancel: %s %s", d, a.class, a.text)
+			}
+		}
+		if n := r.fp.Cancels("run"); n != 1 {
+			t.Errorf("%T: the provider got %d cancels, want 1", d, n)
+		}
+	}
+}
+
+// cliUseCase drives the use cases of this file through cli.Main: read is
+// `ops show --json`, list `ops list --json`, cancel `decide … cancel_at_provider`
+// and the result `result`. wait is the create command; another agent's
+// identity does not exist here (the CLI's authority is the store file).
+func cliUseCase(t *testing.T, r *rig, req request) (answer, bool) {
+	t.Helper()
+	if req.as != "" {
+		return answer{class: notOffered}, true
+	}
+	var args []string
+	switch req.kind {
+	case readOp:
+		args = []string{"ops", "show", "--json", "--store", r.storePath, req.target}
+	case listOps:
+		args = []string{"ops", "list", "--json", "--store", r.storePath}
+		if req.phase != "" {
+			args = append(args, "--phase", req.phase)
+		}
+	case cancelOp:
+		args = []string{"decide", "--store", r.storePath, "--by", "alice", req.target, "cancel_at_provider"}
+	case fetchResult:
+		args = []string{"result", "--store", r.storePath, req.target}
+	case waitOn:
+		return answer{class: notOffered}, true
+	default:
+		return answer{}, false
+	}
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), args, cli.Env{Stdin: &bytes.Buffer{}, Stdout: &stdout, Stderr: &stderr, Getenv: r.getenv})
+	switch code {
+	case cli.ExitOK:
+		return answer{class: accepted, id: req.target, text: stdout.String()}, true
+	case cli.ExitUsage:
+		return answer{class: refused, text: stderr.String()}, true
+	}
+	return answer{class: broken, text: stderr.String()}, true
+}
+
+// httpUseCase drives them through the API: an agent reads, lists, waits
+// (?wait=1s) and fetches; an approver cancels; req.as names another
+// agent's token.
+func httpUseCase(t *testing.T, r *rig, req request) (answer, bool) {
+	t.Helper()
+	token := agentToken
+	if req.as == otherAgent {
+		token = otherAgentToken
+	}
+	path := "/v1/operations/" + url.PathEscape(req.target)
+	switch req.kind {
+	case readOp:
+		return get(t, r, path, token), true
+	case waitOn:
+		return get(t, r, path+"?wait=1s", token), true
+	case listOps:
+		a := get(t, r, "/v1/operations?phase="+url.QueryEscape(req.phase), token)
+		return a, true
+	case fetchResult:
+		return get(t, r, path+"/result", token), true
+	case cancelOp:
+		return post(t, httpServer(t, r), path+"/cancel", approverToken, map[string]any{}), true
+	case abandon:
+		if req.as != "" {
+			return post(t, httpServer(t, r), path+"/abandon", token, map[string]any{}), true
+		}
+	}
+	return answer{}, false
+}
+
+// get is post's GET: a 2xx is accepted, with the record's id when the
+// answer is one.
+func get(t *testing.T, r *rig, path, token string) answer {
+	t.Helper()
+	req, err := http.NewRequest("GET", httpServer(t, r)+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return classify(res.StatusCode, b)
+}
+
+// mcpUseCase drives them through the tools: get_job, list_jobs,
+// wait_job (1 s) and get_result. MCP has no cancel (a person's decision)
+// and the stdio server has one identity.
+func mcpUseCase(t *testing.T, r *rig, req request) (answer, bool) {
+	t.Helper()
+	var tool string
+	args := map[string]any{"operation_id": req.target}
+	switch {
+	case req.as != "", req.kind == cancelOp:
+		return answer{class: notOffered}, true
+	case req.kind == readOp:
+		tool = pwmcp.ToolGetJob
+	case req.kind == waitOn:
+		tool, args["max_wait_seconds"] = pwmcp.ToolWaitJob, 1
+	case req.kind == fetchResult:
+		tool = pwmcp.ToolGetResult
+	case req.kind == listOps:
+		tool, args = pwmcp.ToolListJobs, map[string]any{}
+		set(args, "phase", req.phase)
+	default:
+		return answer{}, false
+	}
+	res, err := mcpSession(t, r).CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return answer{class: refused, text: err.Error()}, true
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		return answer{class: refused, text: text.String()}, true
+	}
+	return answer{class: accepted, id: req.target, text: text.String()}, true
+}

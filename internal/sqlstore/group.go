@@ -1,0 +1,296 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// maxGroup bounds how many writes one grouped transaction commits, so a
+// group holds its row locks, and the chain head, for a bounded time.
+const maxGroup = 64
+
+// rowWrite is one operation's claim or save in three steps: read the
+// operation's row under its lock (query into dest), decide from what was
+// read, and run the one statement decide returns, then append its events
+// after chain. decide changes nothing itself (it may read), so a write
+// refused by its checks leaves its group free to commit the others'.
+type rowWrite struct {
+	opID   string
+	query  string
+	dest   []any
+	caller time.Time // the caller's Now, for Dialect.LeaseNow
+	chain  *Chain    // filled by the read (some of dest point into it)
+	// decide runs once the row was read (found false when there was
+	// none) with the lease clock's now; it returns the write's statement
+	// and events, or nil to write nothing.
+	decide func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error)
+}
+
+// groupedWrite is a rowWrite waiting for its group.
+type groupedWrite struct {
+	ctx  context.Context
+	w    rowWrite
+	done chan error // buffered: the committer never waits for the caller
+}
+
+// grouper commits the claims and saves of one Store that arrive while
+// another group is committing in one transaction (group commit): one
+// round trip reads every row, one runs every write, one commit and one
+// lock of the chain head serve many steps instead of one each. It serves
+// the stores whose dialect locks rows one at a time (Syntax.GroupWrites),
+// where the chain head is a lock every writer of every process queues on,
+// so the time it is held bounds the fleet; SQLite groups its writes in
+// its driver.
+type grouper struct {
+	// groups and grouped count the groups committed with more than one
+	// write and the writes in them (see Store.WriteGroups).
+	groups, grouped atomic.Int64
+
+	mu      sync.Mutex
+	pending []*groupedWrite
+	slot    chan struct{} // holds one token while a group runs
+}
+
+func newGrouper() *grouper { return &grouper{slot: make(chan struct{}, 1)} }
+
+// writeGrouped runs rw in a write transaction and returns once the
+// transaction holding it committed (or with its own refusal). Where the
+// store groups writes, a caller that arrives while a group runs waits for
+// it; the first waiter then runs every write that queued meanwhile.
+func (s *Store) writeGrouped(ctx context.Context, rw rowWrite) error {
+	if s.g == nil {
+		return s.d.Write(ctx, func(tx Querier) error { return s.runAlone(ctx, tx, rw) })
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := &groupedWrite{ctx: ctx, w: rw, done: make(chan error, 1)}
+	g := s.g
+	g.mu.Lock()
+	g.pending = append(g.pending, w)
+	g.mu.Unlock()
+	select {
+	case err := <-w.done:
+		return err
+	case g.slot <- struct{}{}:
+	}
+	defer func() { <-g.slot }()
+	for {
+		select {
+		case err := <-w.done:
+			return err
+		default:
+		}
+		g.mu.Lock()
+		batch := takeGroup(&g.pending)
+		g.mu.Unlock()
+		s.commitGroup(batch)
+	}
+}
+
+// takeGroup removes from *pending the writes of the next group: at most
+// maxGroup, and one write per operation (a second write of the same
+// operation waits for the next group, so it reads the first's commit).
+// The group is sorted by operation id: every group locks rows in the same
+// order, so groups of different processes never deadlock.
+func takeGroup(pending *[]*groupedWrite) []*groupedWrite {
+	var batch, rest []*groupedWrite
+	seen := map[string]bool{}
+	for _, w := range *pending {
+		if len(batch) == maxGroup || seen[w.w.opID] {
+			rest = append(rest, w)
+			continue
+		}
+		seen[w.w.opID] = true
+		batch = append(batch, w)
+	}
+	*pending = append((*pending)[:0], rest...)
+	slices.SortStableFunc(batch, func(a, b *groupedWrite) int { return cmp.Compare(a.w.opID, b.w.opID) })
+	return batch
+}
+
+// commitGroup runs batch in one transaction and tells each writer its
+// result. When the transaction as a whole fails (a statement failed and
+// aborted it, or a lock wait timed out), each write runs again alone, so
+// that no write fails for another's sake. The group's transaction follows
+// no one caller's context: one caller giving up must not roll back the
+// others' writes.
+func (s *Store) commitGroup(batch []*groupedWrite) {
+	if len(batch) > 1 {
+		var errs []error
+		err := s.d.Write(context.Background(), func(tx Querier) error {
+			var err error
+			errs, err = s.runGroup(tx, batch)
+			return err
+		})
+		if err == nil {
+			s.g.groups.Add(1)
+			s.g.grouped.Add(int64(len(batch)))
+			for i, w := range batch {
+				w.done <- errs[i]
+			}
+			return
+		}
+	}
+	for _, w := range batch {
+		w.done <- s.d.Write(w.ctx, func(tx Querier) error { return s.runAlone(w.ctx, tx, w.w) })
+	}
+}
+
+// runGroup runs batch's writes in tx: every row read (and the lease
+// clock) in one round trip where the dialect can (LockedReader), each
+// write decided in turn, their statements in one batch, and their events
+// appended together. It returns each write's own refusal, or an error for
+// the group when the transaction may be broken.
+func (s *Store) runGroup(tx Querier, batch []*groupedWrite) ([]error, error) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	reads := make([]LockedRead, 0, len(batch))
+	live := make([]int, 0, len(batch))
+	for i, w := range batch {
+		if errs[i] = w.ctx.Err(); errs[i] == nil {
+			reads = append(reads, w.w.read())
+			live = append(live, i)
+		}
+	}
+	if err := s.readMany(ctx, tx, reads); err != nil {
+		return nil, err
+	}
+	var stmts []Stmt
+	var appends []queuedAppend
+	for k, i := range live {
+		w := batch[i].w
+		st, evs, err := w.decide(ctx, tx, reads[k].Found, reads[k].Now)
+		if err != nil {
+			if !isCheck(err) {
+				return nil, err
+			}
+			errs[i] = err
+			continue
+		}
+		if st == nil {
+			continue
+		}
+		stmts = append(stmts, *st)
+		if len(evs) > 0 {
+			appends = append(appends, queuedAppend{opID: w.opID, seq: w.chain.Seq, evs: evs})
+		}
+	}
+	if len(stmts) > 0 {
+		if err := tx.Batch(ctx, stmts); err != nil {
+			return nil, err
+		}
+	}
+	return errs, s.appendQueued(ctx, tx, appends)
+}
+
+// runAlone runs rw alone in tx.
+func (s *Store) runAlone(ctx context.Context, tx Querier, rw rowWrite) error {
+	reads := []LockedRead{rw.read()}
+	if err := s.readMany(ctx, tx, reads); err != nil {
+		return err
+	}
+	st, evs, err := rw.decide(ctx, tx, reads[0].Found, reads[0].Now)
+	if err != nil || st == nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
+		return err
+	}
+	return s.appendEvents(ctx, tx, rw.opID, *rw.chain, evs)
+}
+
+func (rw rowWrite) read() LockedRead {
+	return LockedRead{SQL: rw.query, Args: []any{rw.opID}, Dest: rw.dest, Caller: rw.caller}
+}
+
+// readMany reads every row of reads under its lock, each followed by the
+// lease clock, in one round trip where the dialect can, else one by one.
+func (s *Store) readMany(ctx context.Context, tx Querier, reads []LockedRead) error {
+	if lr, ok := s.d.(LockedReader); ok {
+		return lr.ReadLocked(ctx, tx, reads)
+	}
+	for i := range reads {
+		r := &reads[i]
+		err := tx.QueryRow(ctx, r.SQL, r.Args...).Scan(r.Dest...)
+		r.Found = err == nil
+		if err != nil && !errors.Is(err, ErrNoRows) {
+			return err
+		}
+		if r.Now, err = s.d.LeaseNow(ctx, tx, r.Caller); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isCheck reports whether a write's error is one of the store's refusals,
+// decided in Go before the write changed anything (so its group may still
+// commit), rather than a failed statement.
+func isCheck(err error) bool {
+	for _, e := range []error{pollwarden.ErrLeaseHeld, pollwarden.ErrLeaseLost, pollwarden.ErrConflict,
+		pollwarden.ErrNotFound, pollwarden.ErrInvalid} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// queuedAppend is one write's events, to be numbered after its
+// operation's last event (seq, read under the row lock) and chained when
+// the group appends.
+type queuedAppend struct {
+	opID string
+	seq  int64
+	evs  []pollwarden.Event
+}
+
+// appendQueued appends a group's events in one batch, after the chain's
+// head, locked once for the group (so the head is held from here to the
+// commit only). An operation has at most one write per group
+// (takeGroup), so each one's seq, read under its row lock, is still its
+// last.
+func (s *Store) appendQueued(ctx context.Context, tx Querier, appends []queuedAppend) error {
+	if len(appends) == 0 {
+		return nil
+	}
+	var cs Chain
+	if err := s.lockHead(ctx, tx, &cs); err != nil {
+		return err
+	}
+	if err := s.checkSealMode(ctx, tx); err != nil {
+		return err
+	}
+	var stmts []Stmt
+	for _, a := range appends {
+		cs.Seq = a.seq
+		for k := range a.evs {
+			e := &a.evs[k]
+			cs.link(e)
+			stmts = append(stmts, eventStmt(a.opID, e))
+		}
+	}
+	stmts = append(stmts, s.headStmt(cs))
+	if err := tx.Batch(ctx, stmts); err != nil {
+		return errAppend(err)
+	}
+	return nil
+}
+
+// WriteGroups reports how many groups of more than one write this Store
+// committed and how many writes they held (zero where the driver groups
+// writes itself): whether writes arrive together enough to share commits.
+func (s *Store) WriteGroups() (groups, writes int64) {
+	if s.g == nil {
+		return 0, 0
+	}
+	return s.g.groups.Load(), s.g.grouped.Load()
+}

@@ -1,0 +1,373 @@
+package operations
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/contract/builtin"
+	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/policy"
+)
+
+// CreateParams is a request to watch a job (wait, watch_job, POST
+// /v1/operations) or, with Submit, to submit one and watch it (submit,
+// submit_job, POST /v1/operations with "submit"), as the door received it.
+type CreateParams struct {
+	Caller Caller
+	CreateRequest
+	// SameRequest makes the operation id an idempotency key over the whole
+	// request (the API's rule): an id taken with the same request answers
+	// the stored record, with another one a conflict. Without it, a taken
+	// id resumes when contract, job and credential agree (R4).
+	SameRequest bool
+	// Names spells each field as the door shows it ("--deadline" for
+	// "deadline"); a field it lacks keeps the API's name.
+	Names map[string]string
+}
+
+// CreateRequest is what a create asks for, in the shape of the API's JSON
+// body (POST /v1/operations), whose digest without the operation id is the
+// API's idempotency key (Digest).
+type CreateRequest struct {
+	// OperationID is the caller's id; "" derives one from the contract,
+	// the job (or the submission's body) and the credential's name, so the
+	// same request sent again resumes instead of starting another
+	// operation on the same job.
+	OperationID string `json:"operation_id,omitempty"`
+	Contract    string `json:"contract"`
+	// Exactly one of JobID and StatusURL, unless Submit is set.
+	JobID     string            `json:"job_id,omitempty"`
+	StatusURL string            `json:"status_url,omitempty"`
+	Vars      map[string]string `json:"vars,omitempty"`
+	// Deadline as typed: a duration from now ("40m") or an RFC 3339 time.
+	Deadline string `json:"deadline,omitempty"`
+	// Limits as given; nil takes the contract's.
+	MaxStatusRequests    *int `json:"max_status_requests,omitempty"`
+	MaxTransportFailures *int `json:"max_transport_failures,omitempty"`
+	// Submit, when set, asks pollwarden to submit the job itself under
+	// the contract's submit block, instead of JobID and StatusURL.
+	Submit *SubmitParams `json:"submit,omitempty"`
+}
+
+// SubmitParams is the submission's JSON body, as received.
+type SubmitParams struct {
+	Body json.RawMessage `json:"body"`
+}
+
+// name is field as p's door spells it.
+func (p CreateParams) name(field string) string {
+	if n, ok := p.Names[field]; ok {
+		return n
+	}
+	return field
+}
+
+// Create hands a job over, or resumes the stored operation the request
+// names (counters intact, R11). created is false on a resume. Every
+// problem of the request is reported at once, and nothing is written
+// when there is one.
+func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Operation, created bool, err error) {
+	if !p.Caller.Local && p.Caller.Name == "" {
+		return nil, false, refuse(Unauthenticated, "", "this request carries no token: send Authorization: Bearer <token>")
+	}
+	ex, np, body, err := s.createParams(p)
+	if err != nil {
+		return nil, false, err
+	}
+	digest := p.CreateRequest.Digest()
+	np.RequestDigest = digest
+	asked, _, _ := policy.NewOperation(ex.Contract(), np, s.o.Clock.Now())
+	existing, err := s.store.OperationGet(ctx, np.ID)
+	switch {
+	case errors.Is(err, pollwarden.ErrNotFound):
+		existing = nil
+	case err != nil:
+		return nil, false, err
+	default:
+		if done, err := p.answerTaken(existing, asked, ex.Contract(), digest); err != nil {
+			return nil, false, err
+		} else if done {
+			return existing, false, nil
+		}
+	}
+	if p.Submit != nil {
+		op, err = s.ctl.SubmitJob(ctx, ex, np, body)
+		created = existing == nil
+	} else {
+		op, created, err = s.ctl.Submit(ctx, ex, np)
+	}
+	if err != nil {
+		again, gerr := s.store.OperationGet(ctx, np.ID)
+		if gerr == nil && existing == nil {
+			// Another request took the id since it was read.
+			if done, terr := p.answerTaken(again, asked, ex.Contract(), digest); terr != nil {
+				return nil, false, terr
+			} else if done {
+				return again, false, nil
+			}
+		}
+		switch {
+		case gerr == nil && errors.Is(err, pollwarden.ErrInvalid):
+			// A resume the stored record refuses (another job, contract
+			// or credential under this id).
+			return nil, false, refuse(Conflict, "operation_id", "%s", trimSentinel(err))
+		case errors.Is(err, pollwarden.ErrInvalid):
+			return nil, false, refuse(Invalid, "", "%s", trimSentinel(err))
+		}
+		return nil, false, err
+	}
+	if !p.Caller.sees(op) { // created by someone else since it was read
+		return nil, false, errTaken(np.ID)
+	}
+	return op, created, nil
+}
+
+// Check judges p as Create does, without reading or writing any store,
+// and returns the operation id Create will use: a door that must not
+// open (and so create) its store for a bad request, the CLI, asks first.
+// o.Controller may be nil here.
+func Check(o Options, p CreateParams) (id string, err error) {
+	s := &Service{o: o}
+	if s.o.Clock == nil {
+		s.o.Clock = pollwarden.RealClock{}
+	}
+	_, np, _, err := s.createParams(p)
+	return np.ID, err
+}
+
+// answerTaken judges a request whose id is taken by op before anything is
+// sent: done is true when op is the answer as it is (the API's same
+// request), err a refusal; neither lets the controller resume it.
+func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarden.Contract, digest string) (done bool, err error) {
+	if !p.Caller.sees(op) {
+		// Nothing of the other record (its contract, job, phase), and the
+		// same words whether or not the requests match.
+		return false, errTaken(op.ID)
+	}
+	if !p.SameRequest {
+		if p.Submit != nil || asked == nil {
+			return false, nil // the controller judges a submission's resume
+		}
+		if refusal := resumeRefusal(op, asked, ct); refusal != nil {
+			return false, refusal
+		}
+		return false, nil
+	}
+	if op.RequestDigest != digest {
+		return false, refuse(Conflict, p.name("operation_id"), "operation %s already exists with another request (contract %s, job %s); use another operation_id, or read it as it is",
+			op.ID, op.Contract, jobOf(op))
+	}
+	// A submission whose answer was never recorded (the process died
+	// sending it): the same request drives it on, which never re-sends it
+	// without the stored key.
+	return !(p.Submit != nil && op.Phase.Submitting()), nil
+}
+
+// errTaken refuses an operation id that belongs to an operation the
+// caller may not see, saying nothing of that operation.
+func errTaken(id string) *Problems {
+	return refuse(Conflict, "operation_id", "operation_id %s is already in use; choose another, or omit operation_id to get one derived from the contract and job", display.Clip(id))
+}
+
+// createParams checks everything the request says, against its contract,
+// and turns it into policy.NewParams with its id. Every problem is
+// reported at once.
+func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewParams, []byte, error) {
+	probs := &Problems{Kind: Invalid}
+	if p.OperationID != "" {
+		if err := pollwarden.CheckOperationID(p.name("operation_id"), p.OperationID); err != nil {
+			probs.addErr("operation_id", err)
+		}
+	}
+	names := strings.Join(s.o.Contracts.Names(), ", ")
+	if names == "" {
+		names = "(none)"
+	}
+	if p.Contract == "" {
+		probs.add("contract", "%s is required (loaded: %s; built-in: %s)", p.name("contract"), names, strings.Join(builtin.Names(), ", "))
+		return nil, policy.NewParams{}, nil, probs
+	}
+	ex, ok := s.o.Contracts.Get(p.Contract)
+	if !ok {
+		probs.add("contract", "unknown contract %s (loaded: %s; built-in: %s)", display.Clip(p.Contract), names, strings.Join(builtin.Names(), ", "))
+		return nil, policy.NewParams{}, nil, probs
+	}
+	ct := ex.Contract()
+	now := s.o.Clock.Now()
+	np := policy.NewParams{ID: p.OperationID, ProviderJobID: p.JobID, StatusURL: p.StatusURL,
+		MayRaise: p.Caller.mayRaise(), Owner: p.Caller.owner(), By: p.Caller.by()}
+	vars, varsErr := contract.OperationVars(ct, p.Vars, p.StatusURL != "")
+	if p.Submit != nil {
+		// A submission's status URL may come from its answer.
+		vars, varsErr = contract.SubmitVars(ct, p.Vars)
+	}
+	if varsErr != nil {
+		probs.add("vars", "%s: %v", p.name("vars"), varsErr)
+	}
+	np.Vars = vars
+	var body []byte
+	switch {
+	case p.Submit != nil:
+		body = p.submitProblems(ct, varsErr == nil, vars, probs)
+	case (p.JobID == "") == (p.StatusURL == ""):
+		probs.add("job_id", "give exactly one of %s and %s", p.name("job_id"), p.name("status_url"))
+	case p.JobID != "" && varsErr == nil:
+		if _, err := contract.StatusURLFor(ct, p.JobID, vars); err != nil {
+			probs.add("job_id", "%s: %v", p.name("job_id"), err)
+		}
+	case p.StatusURL != "":
+		if err := contract.CheckOrigin(ct, p.StatusURL); err != nil {
+			probs.add("status_url", "%s: %v", p.name("status_url"), err)
+		}
+	}
+	for _, l := range []struct {
+		field string
+		v     *int
+		dst   *int
+	}{{"max_status_requests", p.MaxStatusRequests, &np.MaxStatusRequests}, {"max_transport_failures", p.MaxTransportFailures, &np.MaxTransportFailures}} {
+		switch {
+		case l.v == nil:
+		case *l.v < 1:
+			probs.add(l.field, "%s must be at least 1, got %d", p.name(l.field), *l.v)
+		default:
+			*l.dst = *l.v
+		}
+	}
+	if p.Deadline != "" {
+		dl, err := pollwarden.ParseDeadline(p.name("deadline"), p.Deadline, now)
+		if err != nil {
+			probs.addErr("deadline", err)
+		}
+		np.Deadline = dl
+	}
+	// The core's own checks (limits and deadline within the contract's,
+	// the ids as text), so that every problem is reported at once. The
+	// placeholders only silence its "a job id is required" and "an
+	// operation id is required", said above or filled in below.
+	probe := np
+	if probe.ProviderJobID == "" && probe.StatusURL == "" {
+		probe.ProviderJobID = "-"
+	}
+	if probe.ID == "" {
+		probe.ID = "-"
+	}
+	coreProblems(ct, probe, now, probs)
+	if len(probs.List) == 0 && s.o.CredentialAvailable != nil {
+		if err := s.o.CredentialAvailable(ct); err != nil {
+			probs.add("contract", "%s", strings.TrimSpace(fmt.Sprintf("contract %s: %v %s", ct.Name, err, s.o.CredentialHint)))
+		}
+	}
+	if err := probs.orNil(); err != nil {
+		return nil, np, nil, err
+	}
+	if np.ID == "" {
+		cred := credentialRef(ct)
+		fp := policy.FingerprintVars(ct, np.ProviderJobID, np.StatusURL, cred, np.Vars)
+		if p.Submit != nil {
+			fp = policy.SubmitFingerprint(ct, policy.BodyDigest(body), cred, np.Vars)
+		}
+		np.ID = pollwarden.DerivedOperationID(ct.Name, fp, p.Caller.derivedOwner())
+	}
+	return ex, np, body, nil
+}
+
+// coreProblems adds the core's problems with probe (policy.NewOperation),
+// each one that only an approver could lift marked Widens, with its field:
+// those the same request made by an approver would not have.
+func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) {
+	_, _, err := policy.NewOperation(ct, probe, now)
+	pe, ok := errors.AsType[*policy.ParamsError](err)
+	if !ok {
+		if err != nil {
+			probs.addErr("", err)
+		}
+		return
+	}
+	still := map[string]bool{}
+	if !probe.MayRaise {
+		probe.MayRaise = true
+		_, _, err := policy.NewOperation(ct, probe, now)
+		if asApprover, ok := errors.AsType[*policy.ParamsError](err); ok {
+			for _, m := range asApprover.Problems {
+				still[m] = true
+			}
+		}
+	} else {
+		for _, m := range pe.Problems {
+			still[m] = true
+		}
+	}
+	for _, m := range pe.Problems {
+		pr := Problem{Message: m, Widens: !still[m]}
+		if pr.Widens {
+			for _, f := range []string{"max_status_requests", "max_transport_failures", "deadline"} {
+				if strings.HasPrefix(m, strings.ReplaceAll(f, "_", " ")+" ") {
+					pr.Field = f
+				}
+			}
+		}
+		probs.List = append(probs.List, pr)
+	}
+}
+
+// submitProblems checks a request that asks pollwarden to submit the job:
+// the contract must have a submit block, the job is not known yet (so
+// neither job id nor status URL), and the body is JSON. It returns the
+// body as it will be sent.
+func (p CreateParams) submitProblems(ct *pollwarden.Contract, varsOK bool, vars map[string]string, probs *Problems) []byte {
+	if ct.Submit == nil {
+		probs.add("contract", "contract %s has no submit block: pollwarden cannot submit its jobs (give %s instead)", ct.Name, p.name("job_id"))
+	}
+	if p.JobID != "" || p.StatusURL != "" {
+		probs.add("submit", "%s replaces %s and %s: give one or the other", p.name("submit"), p.name("job_id"), p.name("status_url"))
+	}
+	b := bytes.TrimSpace(p.Submit.Body)
+	switch {
+	case len(b) == 0 || bytes.Equal(b, []byte("null")):
+		probs.add("submit.body", "%s is required: the JSON body of the submission", p.name("submit.body"))
+	case !json.Valid(b):
+		probs.add("submit.body", "%s is not valid JSON", p.name("submit.body"))
+	}
+	if ct.Submit != nil && varsOK {
+		if _, err := contract.SubmitURL(ct, vars); err != nil {
+			probs.add("vars", "submit url: %v", err)
+		}
+	}
+	return []byte(p.Submit.Body)
+}
+
+// Digest identifies the request apart from its operation id: every field
+// as sent, so "the same request" means the same contract, job, deadline
+// and limits. A relative deadline ("30m") is digested as written, so a
+// retry of the very same request matches.
+func (r CreateRequest) Digest() string {
+	r.OperationID = ""
+	b, _ := json.Marshal(r)
+	sum := sha256.Sum256(append([]byte("create/v1\n"), b...))
+	return hex.EncodeToString(sum[:16])
+}
+
+// credentialRef names the contract's credential (never its value), for
+// the request's fingerprint.
+func credentialRef(ct *pollwarden.Contract) string {
+	if ct.Status.Credential != nil {
+		return ct.Status.Credential.Ref
+	}
+	return ""
+}
+
+func jobOf(op *pollwarden.Operation) string {
+	if op.ProviderJobID != "" {
+		return op.ProviderJobID
+	}
+	return op.StatusURL
+}

@@ -1,0 +1,122 @@
+package operations
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/internal/display"
+)
+
+// Get reads operation id for c; one c may not see is not found.
+func (s *Service) Get(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
+	return s.visible(ctx, c, id)
+}
+
+// Events reads operation id's audit events, oldest first, for c.
+func (s *Service) Events(ctx context.Context, c Caller, id string) ([]pollwarden.Event, error) {
+	if _, err := s.visible(ctx, c, id); err != nil {
+		return nil, err
+	}
+	return s.store.EventList(ctx, id)
+}
+
+// ListParams is a list request as the door received it.
+type ListParams struct {
+	Caller Caller
+	// Phase as typed; "" lists every phase.
+	Phase string
+	// Limit as typed; "" is defaultListLimit.
+	Limit string
+	// Names spells each field as the door shows it ("--phase").
+	Names map[string]string
+}
+
+// The bounds of a list, so one call cannot pull a whole fleet's history.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// List reads operations, newest first, filtered by phase and bounded. A
+// caller that sees only its own operations lists only those; the store
+// filters them, so the limit counts the caller's operations.
+func (s *Service) List(ctx context.Context, p ListParams) ([]*pollwarden.Operation, error) {
+	name := func(f string) string {
+		if n, ok := p.Names[f]; ok {
+			return n
+		}
+		return f
+	}
+	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit}
+	probs := &Problems{Kind: Invalid}
+	if lp.Phase != "" && !lp.Phase.Known() {
+		probs.add("phase", "%s %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", name("phase"), display.Clip(p.Phase))
+	}
+	if p.Limit != "" {
+		n, err := strconv.Atoi(p.Limit)
+		if err != nil || n < 1 || n > maxListLimit {
+			probs.add("limit", "%s %s: want 1 to %d", name("limit"), display.Clip(p.Limit), maxListLimit)
+		}
+		lp.Limit = n
+	}
+	if err := probs.orNil(); err != nil {
+		return nil, err
+	}
+	owner, ok := p.Caller.listOwner()
+	if !ok {
+		return []*pollwarden.Operation{}, nil
+	}
+	lp.Owner = owner
+	return s.store.OperationList(ctx, lp)
+}
+
+// WaitParams is a request to hold the answer until the operation's phase
+// changes or the time passes.
+type WaitParams struct {
+	Caller Caller
+	ID     string
+	// For is how long to hold at most; the door caps it (the API at 60 s,
+	// MCP at 50 s) and says so in its own words.
+	For time.Duration
+}
+
+// Wait answers operation id once its phase changes or p.For passes,
+// whichever comes first; a finished operation answers at once. The caller
+// is checked before the wait, so another agent's operation answers not
+// found at once and cannot be timed by holding a wait on it. It returns
+// ctx's error when the caller goes away first.
+func (s *Service) Wait(ctx context.Context, p WaitParams) (*pollwarden.Operation, error) {
+	if _, err := s.visible(ctx, p.Caller, p.ID); err != nil {
+		return nil, err
+	}
+	op, err := s.o.Changes.WaitPhase(ctx, s.store, p.ID, p.For, s.o.Recheck)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, writeProblem(err, p.ID)
+	}
+	if !p.Caller.sees(op) { // an owner never changes; checked again all the same
+		return nil, notFound(p.ID)
+	}
+	return op, nil
+}
+
+// Follow steps operation id in this process until it is final (an
+// outcome or an escalation), telling progress about once a second: the
+// foreground wait of `pollwarden wait` and `submit`. It returns ctx's
+// error, with the last record, when ctx ends first.
+func (s *Service) Follow(ctx context.Context, c Caller, id string, progress controller.Progress) (*pollwarden.Operation, error) {
+	op, err := s.visible(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := s.contractOf(op)
+	if err != nil {
+		return nil, err
+	}
+	return s.ctl.Wait(ctx, ex, id, progress)
+}

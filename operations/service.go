@@ -1,0 +1,161 @@
+package operations
+
+import (
+	"context"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/changes"
+	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/tokens"
+)
+
+// Contracts finds a loaded contract by name; *contract.Set is one, and a
+// door that was handed one file (the CLI's --contract FILE) makes another.
+type Contracts interface {
+	Get(name string) (*contract.Extractor, bool)
+	Names() []string
+}
+
+// Options configures a Service. Controller and Contracts are required.
+type Options struct {
+	Controller *controller.Controller
+	Contracts  Contracts
+	// Clock resolves relative deadlines ("30m"); default the wall clock.
+	Clock pollwarden.Clock
+	// CredentialAvailable, when set, refuses a create whose contract's
+	// credential cannot be found where this process runs, naming the
+	// reference and never a value; Hint is added to its message (where to
+	// set it).
+	CredentialAvailable func(*pollwarden.Contract) error
+	CredentialHint      string
+	// Changes wakes Wait at once when an operation changes; without it
+	// Wait sees changes on its periodic re-read of the store, every
+	// Recheck (default 1 s).
+	Changes *changes.Feed
+	Recheck time.Duration
+}
+
+// Service runs the use cases over one controller and its store.
+type Service struct {
+	o     Options
+	ctl   *controller.Controller
+	store pollwarden.Store
+}
+
+// New checks opts and returns a Service.
+func New(o Options) *Service {
+	if o.Controller == nil || o.Contracts == nil {
+		panic("operations.New: Controller and Contracts are required")
+	}
+	if o.Clock == nil {
+		o.Clock = pollwarden.RealClock{}
+	}
+	if o.Changes == nil {
+		o.Changes = changes.NewFeed()
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = time.Second
+	}
+	return &Service{o: o, ctl: o.Controller, store: o.Controller.Store()}
+}
+
+// Caller is who asks, as the door authenticated it.
+type Caller struct {
+	// Caller is the token's holder: its name and role (named in the audit
+	// and as the owner of what it creates) and what it sees.
+	tokens.Caller
+	// Local marks a process whose authority is the store file itself (the
+	// CLI, the stdio MCP server): it sees every operation, its derived ids
+	// name no owner, and Owner is recorded as the creator.
+	Local bool
+	Owner string
+	// Tool marks a request through an agent's tool (MCP): it never widens
+	// authority, whatever the token's role.
+	Tool bool
+}
+
+// sees reports whether c may read op and act on it.
+func (c Caller) sees(op *pollwarden.Operation) bool {
+	return c.Local || c.Caller.Sees(op)
+}
+
+// owner is recorded as the Owner of the operations c creates.
+func (c Caller) owner() string {
+	if c.Local {
+		return c.Owner
+	}
+	return c.Name
+}
+
+// derivedOwner is the owner part of an id derived for c
+// (pollwarden.DerivedOperationID): "" for a local process, so the CLI and
+// the stdio MCP server resume each other's operations; a token's name
+// otherwise, so two agents on one provider job each get their own.
+func (c Caller) derivedOwner() string {
+	if c.Local {
+		return ""
+	}
+	return c.Name
+}
+
+// by is who the audit names as the creator: a token's holder; nobody for
+// a local process, whose owner says enough.
+func (c Caller) by() *pollwarden.Actor {
+	if c.Local {
+		return nil
+	}
+	a := c.Actor
+	return &a
+}
+
+// mayRaise: only an approver, through a door that grants authority, may
+// create an operation with limits above the contract's.
+func (c Caller) mayRaise() bool {
+	return !c.Local && !c.Tool && c.Role.CanGrant()
+}
+
+// listOwner is the list filter for c; ok is false when c may list nothing.
+func (c Caller) listOwner() (string, bool) {
+	if c.Local {
+		return "", true
+	}
+	return c.Caller.ListOwner()
+}
+
+// visible reads operation id for c: one c may not see is not found, in
+// the same words as one that does not exist.
+func (s *Service) visible(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
+	if id == "" {
+		return nil, refuse(Invalid, "operation_id", "operation_id is required")
+	}
+	op, err := s.store.OperationGet(ctx, id)
+	if err != nil {
+		return nil, writeProblem(err, id)
+	}
+	if !c.sees(op) {
+		return nil, notFound(id)
+	}
+	return op, nil
+}
+
+// contractOf is the loaded contract op was created under.
+func (s *Service) contractOf(op *pollwarden.Operation) (*contract.Extractor, error) {
+	ex, ok := s.o.Contracts.Get(op.Contract)
+	if !ok {
+		return nil, refuse(Conflict, "", "operation %s uses contract %s, which is not loaded now", op.ID, op.Contract)
+	}
+	return ex, nil
+}
+
+// Only is the Contracts of a door handed one contract (the CLI's
+// --contract FILE|NAME): it answers ex for every name, so a decision on an
+// operation made under a contract of another name or content reaches the
+// controller, which refuses it naming what differs.
+func Only(ex *contract.Extractor) Contracts { return only{ex} }
+
+type only struct{ ex *contract.Extractor }
+
+func (o only) Get(string) (*contract.Extractor, bool) { return o.ex, true }
+func (o only) Names() []string                        { return []string{o.ex.Contract().Name} }

@@ -1,0 +1,150 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/postgres"
+)
+
+// TestGroupedSavesKeepEachWritesOwnResult: saves of one process that
+// arrive together are committed in one transaction, and that must change
+// nothing a caller sees. In each round, many saves race: one brings a
+// stale version and two save the same operation from the same version;
+// the refused ones fail alone (ErrConflict) and every other save is
+// committed with its events, the store-wide chain intact. The rounds go
+// on until groups of several writes were seen, so the grouped path is
+// what was tested.
+func TestGroupedSavesKeepEachWritesOwnResult(t *testing.T) {
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, testURL(t), postgres.Options{Schema: freshSchema(t), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	const n = 24
+	for round := 0; ; round++ {
+		ops := make([]*pollwarden.Operation, n)
+		for i := range ops {
+			ops[i] = newOp(fmt.Sprintf("g%d-%d", round, i), now)
+			if err := s.OperationCreate(ctx, ops[i], nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stale := ops[3].Clone()
+		stale.Version = 7
+		twice := ops[5].Clone()
+		saves := append([]*pollwarden.Operation{stale, twice}, ops...)
+		saves = append(saves[:5], saves[6:]...) // ops[3] only as the stale copy
+		errs := make([]error, len(saves))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, op := range saves {
+			wg.Go(func() {
+				<-start
+				next := op.Clone()
+				next.StatusRequestsUsed++
+				ev := pollwarden.Event{At: now, Kind: pollwarden.EventRequestSent, Data: pollwarden.EventData{State: fmt.Sprint(next.StatusRequestsUsed)}}
+				errs[i] = s.OperationSave(ctx, pollwarden.SaveParams{Op: next, Now: now, Events: []pollwarden.Event{ev}})
+			})
+		}
+		close(start)
+		wg.Wait()
+		if !errors.Is(errs[0], pollwarden.ErrConflict) {
+			t.Fatalf("round %d: the stale save: %v, want a conflict", round, errs[0])
+		}
+		var twiceErrs []error
+		for i, op := range saves[1:] {
+			if op.ID == ops[5].ID {
+				twiceErrs = append(twiceErrs, errs[i+1])
+				continue
+			}
+			if errs[i+1] != nil {
+				t.Fatalf("round %d: save of %s failed for another's sake: %v", round, op.ID, errs[i+1])
+			}
+		}
+		if len(twiceErrs) != 2 || (twiceErrs[0] == nil) == (twiceErrs[1] == nil) ||
+			!errors.Is(errors.Join(twiceErrs...), pollwarden.ErrConflict) {
+			t.Fatalf("round %d: two saves of one version: %v, want one committed and one conflict", round, twiceErrs)
+		}
+		for i, op := range ops {
+			got, err := s.OperationGet(ctx, op.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(2)
+			if i == 3 {
+				want = 1
+			}
+			if got.Version != want || got.StatusRequestsUsed != int(want-1) {
+				t.Fatalf("round %d: %s at version %d with %d requests, want version %d", round, op.ID, got.Version, got.StatusRequestsUsed, want)
+			}
+		}
+		verifyChain(t, s)
+		if groups, writes := s.WriteGroups(); groups > 0 && writes > groups {
+			t.Logf("%d rounds; %d groups held %d writes", round+1, groups, writes)
+			return
+		}
+		if round == 20 {
+			t.Fatal("no two saves were ever committed together: the grouped path was not exercised")
+		}
+	}
+}
+
+// TestClaimPassesARowAnotherWriterHolds: a claim does not queue behind a
+// transaction that holds the operation's row (another replica mid-write):
+// it is refused at once as held, takes nothing, and succeeds once the row
+// is free; a claim of an operation that does not exist is still not found.
+func TestClaimPassesARowAnotherWriterHolds(t *testing.T) {
+	ctx := t.Context()
+	schema := freshSchema(t)
+	s := openIn(t, schema, postgres.Options{})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	op := newOp("held", now)
+	if err := s.OperationCreate(ctx, op, nil); err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(o *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		o.StatusRequestsUsed++
+		return o, []pollwarden.Event{{At: now, Kind: pollwarden.EventRequestSent}}
+	}
+	claim := func(id string) (*pollwarden.Lease, error) {
+		_, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: "a", Now: now, TTL: time.Minute, Reserve: reserve})
+		return l, err
+	}
+	conn, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+schema+".operations WHERE id = 'held' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := claim("held"); !errors.Is(err, pollwarden.ErrLeaseHeld) || l != nil {
+		t.Fatalf("claim of a row another transaction holds: lease %v, %v; want ErrLeaseHeld", l, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.OperationGet(ctx, "held")
+	if err != nil || got.Version != 1 || got.StatusRequestsUsed != 0 {
+		t.Fatalf("the refused claim wrote: %+v, %v", got, err)
+	}
+	if l, err := claim("held"); err != nil || l == nil || l.Epoch != 1 {
+		t.Fatalf("claim once the row is free: %v, %v", l, err)
+	}
+	if _, err := claim("missing"); !errors.Is(err, pollwarden.ErrNotFound) {
+		t.Fatalf("claim of a missing operation: %v, want ErrNotFound", err)
+	}
+}
