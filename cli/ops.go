@@ -12,7 +12,7 @@ import (
 )
 
 func opsCmd(env Env) *cobra.Command {
-	ops := &cobra.Command{Use: "ops", Short: "List and show operation records"}
+	ops := &cobra.Command{Use: "ops", Short: "List, show and prune operation records"}
 	var store, phase string
 	var asJSON bool
 	var limit string
@@ -97,7 +97,7 @@ func opsCmd(env Env) *cobra.Command {
 		c.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	}
-	ops.AddCommand(list, show)
+	ops.AddCommand(list, show, opsPruneCmd(env))
 	return ops
 }
 

@@ -32,6 +32,7 @@ type serveFlags struct {
 	otlpEndpoint                                                   string
 	concurrency, maxConns                                          int
 	readTimeout                                                    time.Duration
+	pruneOlderThan                                                 string
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -47,7 +48,7 @@ and read outcomes and approvers decide escalations. Every *.yaml in
 file keeps what was loaded before and is reported). A create whose
 contract's credential is missing from serve's environment is refused (422).
 SIGINT/SIGTERM stop claiming, let in-flight requests finish, and exit. See
-README "The daemon" and GET /v1/openapi.json.
+docs/serve.md and GET /v1/openapi.json.
 
 --webhooks FILE lists receivers (name, url, secret: env:NAME or file:PATH,
 events: escalated and/or final). On every escalation and every final
@@ -68,6 +69,11 @@ accepted). Long-polls and MCP streams are not cut by these bounds.
 GET /healthz answers while the process serves; GET /readyz answers 200
 only while the store accepts a write.
 
+--prune-older-than D prunes, at start and then regularly (every tenth of D,
+between a minute and an hour), the records of operations finished longer
+ago than D, as 'pollwarden ops prune' does; the audit chain stays
+verifiable.
+
 --otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
 OpenTelemetry traces over OTLP/HTTP: a span for each step (claim, status
 request, record) and each decision, with the operation id, contract and
@@ -87,6 +93,7 @@ sends the status request's traceparent to the provider.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
 	fl.DurationVar(&f.readTimeout, "read-timeout", DefaultReadTimeout, "a request's headers and body must arrive within this, or the connection is closed")
 	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
+	fl.StringVar(&f.pruneOlderThan, "prune-older-than", "", "prune, on a schedule, the records of operations finished longer ago than this (30d, 720h); see pollwarden ops prune")
 	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces by OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	return cmd
 }
@@ -103,6 +110,13 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--read-timeout must be positive, got %s", f.readTimeout))
 	case f.maxConns < 1:
 		return usage(fmt.Errorf("--max-connections must be at least 1, got %d", f.maxConns))
+	}
+	var pruneAge time.Duration
+	if f.pruneOlderThan != "" {
+		var err error
+		if pruneAge, err = parseAge("--prune-older-than", f.pruneOlderThan); err != nil {
+			return usage(err)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -142,6 +156,11 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if pruneAge > 0 {
+		pctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go pruneLoop(pctx, st, pruneAge, log)
+	}
 	return serve(ctx, env, newLimitListener(ln, f.maxConns), st, set, reloadable{tokens: tokens, tokensPath: f.tokens},
 		hooks, f.concurrency, f.readTimeout, log, tr)
 }

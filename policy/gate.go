@@ -124,7 +124,8 @@ func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time,
 	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: next.NextPollSource,
 		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
-		Detail: fmt.Sprintf("late wake-up, %s overdue: the one request is spread", now.Sub(op.NextPollAt).Round(time.Second)),
+		Detail: fmt.Sprintf("late wake-up, %s after the check was due, with nothing running meanwhile: the missed checks are not made up; one request is sent, a little later so that late operations do not all send at once",
+			now.Sub(op.NextPollAt).Round(time.Second)),
 	})
 	return GateResult{Verdict: Wait, Until: at, Op: next, Events: []pollwarden.Event{ev}, Spread: true}, true
 }
