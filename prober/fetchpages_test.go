@@ -228,3 +228,33 @@ result:
 		t.Fatalf("wildcard origin: %+v %q", r, out.String())
 	}
 }
+
+// TestResultPageHoldingTheCredential: a page that echoes the credential
+// is not handed over; the pages before it are, and the fetch fails.
+func TestResultPageHoldingTheCredential(t *testing.T) {
+	const token = "tok-canary-8d1e"
+	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") == "" {
+			_, _ = w.Write([]byte(`{"items":[1],"next":"p2"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"items":["` + token + `"]}`))
+	})
+	c, err := contract.Parse([]byte(fmt.Sprintf(`version: 1
+name: paged
+status:
+  url: %s/v1/jobs/{job_id}
+  credential: {header: Authorization, scheme: Bearer, secret: "env:EXPORT_API_TOKEN"}
+state: {path: status, pending: [running], success: [done]}
+result:
+  fetch: {url: "%s/v1/jobs/{job_id}/items?page={next_token}", next: next, max_bytes: 4096}
+`, base, base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r := fetchOp(t, newTestProber(map[string]string{"EXPORT_API_TOKEN": token}), c, &pollwarden.Operation{ProviderJobID: "j"}, &out)
+	if !strings.Contains(r.Problem, "holds the contract's credential") || strings.Contains(out.String()+r.Problem, token) || out.String() != "{\"items\":[1],\"next\":\"p2\"}\n" {
+		t.Fatalf("%+v, handed over %q", r, out.String())
+	}
+}
