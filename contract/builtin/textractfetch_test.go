@@ -8,21 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/policy"
-	"github.com/pollwarden/pollwarden/prober"
-	"github.com/pollwarden/pollwarden/sqlite"
 )
 
 // TestTextractFetchRecordsPages: after a success polled with MaxResults
@@ -60,28 +53,7 @@ func TestTextractFetchRecordsPages(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c, err := contract.Parse(fmt.Appendf(nil, "version: 1\nextends: aws-textract-analysis\nname: aws-textract-analysis\nbase_url: %q\n", srv.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := contract.Compile(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	clock := &fakeClock{now: time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)}
-	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
-		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(string) (string, bool) { return replayToken, true }})})
-	if _, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op", ProviderJobID: job}); err != nil {
-		t.Fatal(err)
-	}
-	if op, err := ctl.Wait(context.Background(), ex, "op", nil); err != nil || op.Phase != pollwarden.PhaseSucceeded {
-		t.Fatalf("wait: %v %v", op, err)
-	}
+	ctl, ex, st := succeededRig(t, "aws-textract-analysis", srv.URL, job)
 	polls := len(bodies)
 	var out bytes.Buffer
 	res, err := ctl.FetchResult(context.Background(), ex, "op", pollwarden.Actor{Name: "t", Role: pollwarden.RoleAgent}, &out)
