@@ -29,6 +29,10 @@ func TestResultFetchBodyAndPages(t *testing.T) {
 	if f.Method != "POST" || !f.Safe || !f.Paged() || f.MaxPages != 4 || f.ErrorPath != "error" {
 		t.Fatalf("got %+v", f)
 	}
+	if got := Summary(c); !strings.Contains(got, "fetch:      POST https://api.example.com/; at most 4096 bytes, a documented read, body ") ||
+		!strings.Contains(got, "fails on error, pages by NextToken, at most 4, as JSON Lines") {
+		t.Errorf("summary:\n%s", got)
+	}
 	op := &pollwarden.Operation{ProviderJobID: `j"1`, Result: []byte(`{"output_file_id":"file-9","results_url":"https://api.example.com/r"}`)}
 	p, err := NewResultPager(c, op)
 	if err != nil {
