@@ -230,7 +230,10 @@ func (t *Teller) line(e pollwarden.Event) string {
 		return fmt.Sprintf("result fetch started by %s from %s", actorName(d.Actor), display.Value(d.URL))
 	case pollwarden.EventResultFetched:
 		pages := ""
-		if d.Pages > 0 {
+		switch {
+		case d.Pages == 1:
+			pages = " in 1 page"
+		case d.Pages > 1:
 			pages = fmt.Sprintf(" in %d pages", d.Pages)
 		}
 		return fmt.Sprintf("result fetched: %d bytes%s, sha256 %s, by %s", d.Bytes, pages, display.Value(d.SHA256), actorName(d.Actor))

@@ -35,8 +35,7 @@ type FetchResponse struct {
 	// Written is true once any byte reached the writer: a door that
 	// streams can no longer answer with an error status.
 	Written bool
-	// Pages is how many answers a fetch that reads its answers (paged,
-	// or with an error_path) handed over.
+	// Pages is how many pages a paged fetch handed over (0 otherwise).
 	Pages int
 	// CredentialError names the reference that failed, never the secret.
 	CredentialError error
@@ -194,6 +193,9 @@ func (p *Prober) fetchPages(ctx context.Context, c *pollwarden.Contract, req Fet
 		resp.Written = resp.Written || len(raw) > 0
 		h.Write(raw)
 		resp.Bytes += int64(len(raw))
+		if !f.Paged() {
+			return resp
+		}
 		resp.Pages++
 		switch {
 		case next == "":

@@ -14,8 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/audit"
 )
 
 // TestTextractFetchRecordsPages: after a success polled with MaxResults
@@ -85,5 +87,8 @@ func TestTextractFetchRecordsPages(t *testing.T) {
 	if len(done) != 1 || done[0].Kind != pollwarden.EventResultFetched || done[0].Data.Pages != 2 ||
 		done[0].Data.Bytes != int64(want.Len()) || done[0].Data.SHA256 != res.SHA256 {
 		t.Fatalf("fetch events %+v", done)
+	}
+	if story := strings.Join(audit.Story(events, time.UTC), "\n"); !strings.Contains(story, fmt.Sprintf("result fetched: %d bytes in 2 pages, sha256 %s", want.Len(), res.SHA256)) {
+		t.Errorf("story:\n%s", story)
 	}
 }
