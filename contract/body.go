@@ -115,7 +115,7 @@ func StatusBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([
 	if c == nil {
 		return nil, nil
 	}
-	return fillBody(c.Status.Body, withJob(jobID, vars), "status body")
+	return fillBody(c.Status.Body, withJob(jobID, vars), "status body", false)
 }
 
 // CancelBody builds the cancel request's body (a JSON-RPC tasks/cancel),
@@ -124,15 +124,15 @@ func CancelBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([
 	if c == nil || c.Cancel == nil {
 		return nil, nil
 	}
-	return fillBody(c.Cancel.Body, withJob(jobID, vars), "cancel body")
+	return fillBody(c.Cancel.Body, withJob(jobID, vars), "cancel body", false)
 }
 
 // fillBody fills a body template's {name} references with values from
 // all, each as text inside a JSON string, so a value can never add a key
-// or end the string. A string that is exactly "{next_token}" while the
-// token is empty (the first page) is dropped with its key: a provider
-// such as Textract refuses an empty token.
-func fillBody(tmpl string, all map[string]string, what string) ([]byte, error) {
+// or end the string. In a paged fetch's body, a string that is exactly
+// "{next_token}" while the token is empty (the first page) is dropped
+// with its key: a provider such as Textract refuses an empty token.
+func fillBody(tmpl string, all map[string]string, what string, paged bool) ([]byte, error) {
 	if tmpl == "" {
 		return nil, nil
 	}
@@ -140,7 +140,7 @@ func fillBody(tmpl string, all map[string]string, what string) ([]byte, error) {
 	if err := json.Unmarshal([]byte(tmpl), &v); err != nil {
 		return nil, refusef("the contract's %s template is not JSON: %v", what, err)
 	}
-	if all[nextTokenVar] == "" {
+	if paged && all[nextTokenVar] == "" {
 		v = dropEmptyToken(v)
 	}
 	missing := ""

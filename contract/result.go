@@ -187,7 +187,7 @@ func (p *ResultPager) Page(token string) (string, []byte, error) {
 		vars = maps.Clone(p.vars)
 		vars[nextTokenVar] = token
 	}
-	body, err := fillBody(f.Body, vars, "result fetch body")
+	body, err := fillBody(f.Body, vars, "result fetch body", f.Paged())
 	if err != nil {
 		return "", nil, err
 	}
