@@ -182,7 +182,7 @@ func (p *Prober) fetchPages(ctx context.Context, c *pollwarden.Contract, req Fet
 				return resp
 			}
 		}
-		if holdsAny(raw, secrets) {
+		if holdsAny(raw, secrets) || decodedHoldsAny(raw, secrets) {
 			resp.Problem = "the result holds the contract's credential; stopped before it"
 			return resp
 		}
@@ -320,6 +320,26 @@ func stream(ctx context.Context, body io.Reader, w io.Writer, secrets []string, 
 	}
 	resp.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return resp
+}
+
+// decodedHoldsAny reports whether a JSON answer holds one of the secrets
+// in a string once decoded: a provider may echo it JSON-escaped
+// ("\u0074ok…"), which the raw bytes do not show. An answer read whole
+// (a page) can be checked so; a streamed one only raw.
+func decodedHoldsAny(raw []byte, secrets []string) bool {
+	if len(secrets) == 0 || !bytes.Contains(raw, []byte(`\`)) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && holdsAny([]byte(s), secrets) {
+			return true
+		}
+	}
 }
 
 // holdsAny reports whether b holds one of the (non-empty) secrets.

@@ -229,16 +229,27 @@ result:
 	}
 }
 
-// TestResultPageHoldingTheCredential: a page that echoes the credential
-// is not handed over; the pages before it are, and the fetch fails.
+// TestResultPageHoldingTheCredential: a page that echoes the credential,
+// as it is or JSON-escaped, is not handed over; the pages before it are,
+// and the fetch fails.
 func TestResultPageHoldingTheCredential(t *testing.T) {
 	const token = "tok-canary-8d1e"
+	escaped := ""
+	for _, r := range token {
+		escaped += fmt.Sprintf(`\u%04x`, r)
+	}
+	for _, echo := range []string{token, escaped} {
+		t.Run(echo[:2], func(t *testing.T) { pageEchoes(t, token, echo) })
+	}
+}
+
+func pageEchoes(t *testing.T, token, echo string) {
 	_, base := serve(t, "api.test", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("page") == "" {
 			_, _ = w.Write([]byte(`{"items":[1],"next":"p2"}`))
 			return
 		}
-		_, _ = w.Write([]byte(`{"items":["` + token + `"]}`))
+		_, _ = w.Write([]byte(`{"items":["` + echo + `"]}`))
 	})
 	c, err := contract.Parse([]byte(fmt.Sprintf(`version: 1
 name: paged
@@ -254,7 +265,7 @@ result:
 	}
 	var out bytes.Buffer
 	r := fetchOp(t, newTestProber(map[string]string{"EXPORT_API_TOKEN": token}), c, &pollwarden.Operation{ProviderJobID: "j"}, &out)
-	if !strings.Contains(r.Problem, "holds the contract's credential") || strings.Contains(out.String()+r.Problem, token) || out.String() != "{\"items\":[1],\"next\":\"p2\"}\n" {
+	if !strings.Contains(r.Problem, "holds the contract's credential") || strings.Contains(out.String()+r.Problem, echo) || out.String() != "{\"items\":[1],\"next\":\"p2\"}\n" {
 		t.Fatalf("%+v, handed over %q", r, out.String())
 	}
 }
