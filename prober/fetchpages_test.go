@@ -269,3 +269,41 @@ result:
 		t.Fatalf("%+v, handed over %q", r, out.String())
 	}
 }
+
+// BenchmarkFetchTextractPages fetches a 100-page analysis (Textract's own
+// page, repeated under new tokens) over loopback, each page signed.
+func BenchmarkFetchTextractPages(b *testing.B) {
+	dir := filepath.Join("..", "contract", "builtin", "testdata", "aws-textract-analysis")
+	page, err := os.ReadFile(filepath.Join(dir, "succeeded_last_page.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(page, &doc)
+	_, base := serve(b, "textract.test", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ NextToken string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		n := 0
+		fmt.Sscan(in.NextToken, &n)
+		out := map[string]any{"Blocks": doc["Blocks"], "DocumentMetadata": doc["DocumentMetadata"], "JobStatus": "SUCCEEDED"}
+		if n < 99 {
+			out["NextToken"] = fmt.Sprint(n + 1)
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "bench-secret-key"}
+	p := New(Options{Transport: testTransport(), Now: time.Now, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	c, err := contract.Parse([]byte(fmt.Sprintf("version: 1\nextends: aws-textract-analysis\nname: aws-textract-analysis\nbase_url: %q\n", base)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pager, _ := contract.NewResultPager(c, &pollwarden.Operation{ProviderJobID: textractJob})
+	h, _ := contract.RequestHeaders(c, textractJob, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		r := p.Fetch(context.Background(), c, FetchRequest{Method: "POST", Page: pager.Page, Headers: h}, io.Discard)
+		if r.Problem != "" || r.Pages != 100 {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
