@@ -96,11 +96,19 @@ func (c *Controller) sendCancel(ctx context.Context, ex *contract.Extractor, op 
 // answer to what the record keeps.
 func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) policy.CancelAnswer {
 	ct := ex.Contract()
-	url, err := contract.CancelURL(ct, op.ProviderJobID)
+	url, err := contract.CancelURLFor(ct, op.ProviderJobID, op.Vars)
 	if err != nil {
 		return policy.CancelAnswer{Detail: err.Error()}
 	}
-	r := c.prober.Action(context.WithoutCancel(ctx), ct, ct.Cancel, url)
+	body, err := contract.CancelBody(ct, op.ProviderJobID, op.Vars)
+	if err != nil {
+		return policy.CancelAnswer{Detail: err.Error()}
+	}
+	headers, err := contract.RequestHeaders(ct, op.ProviderJobID, op.Vars)
+	if err != nil {
+		return policy.CancelAnswer{Detail: err.Error()}
+	}
+	r := c.prober.Action(context.WithoutCancel(ctx), ct, ct.Cancel, url, body, headers)
 	switch {
 	case r.CredentialError != nil:
 		return policy.CancelAnswer{Detail: r.CredentialError.Error()}
