@@ -100,6 +100,7 @@ func (p *Prober) fetch(ctx context.Context, c *pollwarden.Contract, method, rawU
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
 		}
+		propagateTrace(ctx, c, u.String(), req.Header)
 		if auth != nil {
 			// Last, so a contract header cannot replace it and a signature
 			// covers every header; only ever reached for an allowed origin.
