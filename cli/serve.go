@@ -70,9 +70,12 @@ only while the store accepts a write.
 
 --otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
 OpenTelemetry traces over OTLP/HTTP: a span for each step (claim, status
-request, record) and each decision, with the operation id, contract and
-outcome. Off by default. A contract with status.propagate_trace: true
-sends the status request's traceparent to the provider.`,
+request, record), each decision, submission, result fetch, cancel and
+extension request, with the operation id, contract and outcome. A
+request's traceparent header (MCP: _meta.traceparent) is the parent of
+its spans. Off by default. A contract with status.propagate_trace: true
+sends the request's traceparent to the provider's own origin.
+See docs/tracing.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
 	}
