@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -77,20 +76,7 @@ func endSubmitRequest(span trace.Span, attempt int, r policy.SubmitResult) {
 	if r.RequestID != "" {
 		span.SetAttributes(attrRequestID.String(r.RequestID))
 	}
-	switch {
-	case !r.Sent:
-		span.SetAttributes(attrOutcome.String("not_sent"))
-		span.SetStatus(codes.Error, "not sent")
-	case r.Transport != "":
-		span.SetAttributes(attrOutcome.String("transport_failure"))
-		span.SetStatus(codes.Error, r.Transport)
-	default:
-		span.SetAttributes(attrOutcome.String("answered"))
-		if r.Status >= 500 {
-			span.SetStatus(codes.Error, "HTTP "+strconv.Itoa(r.Status))
-		}
-	}
-	span.End()
+	endSent(span, r.Sent, r.Status, r.Transport)
 }
 
 // FetchResult fetches operation id's result as its own recorded action

@@ -22,8 +22,8 @@ import (
 
 // exported is one span as the OTLP receiver got it.
 type exported struct {
-	name, trace, parent string
-	attrs               map[string]string
+	name, trace, span, parent string
+	attrs                     map[string]string
 }
 
 // exportedSpans decodes every span the receiver got, failing on the
@@ -44,7 +44,8 @@ func exportedSpans(t *testing.T, recv *recorder, canaries ...string) []exported 
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					e := exported{name: s.Name, trace: hex.EncodeToString(s.TraceId), parent: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{}}
+					e := exported{name: s.Name, trace: hex.EncodeToString(s.TraceId), span: hex.EncodeToString(s.SpanId),
+						parent: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{}}
 					for _, a := range s.Attributes {
 						e.attrs[a.Key] = a.Value.GetStringValue()
 					}
@@ -64,6 +65,29 @@ func spansNamed(spans []exported, name string) []exported {
 		}
 	}
 	return out
+}
+
+// assertCallersChild checks that the one extension request span of
+// operation id is in the caller's trace, under the caller's span.
+func assertCallersChild(t *testing.T, spans []exported, id string) {
+	t.Helper()
+	ext := spansNamed(spans, "pollwarden.extension_request")
+	if len(ext) != 1 || ext[0].trace != callerTrace || ext[0].parent != callerSpan || ext[0].attrs["pollwarden.operation.id"] != id {
+		t.Fatalf("extension request spans %+v, want one of %s in the caller's trace under its span", ext, id)
+	}
+}
+
+// tracedRig is what a trace test starts from: a fake provider that wants
+// the canary credential, an OTLP receiver, a directory and in it a
+// contracts directory with tracedContract.
+func tracedRig(t *testing.T) (srv *fp.Server, recv *recorder, dir, cdir string) {
+	t.Helper()
+	srv = fp.New()
+	t.Cleanup(srv.Close)
+	srv.RequireToken(canary)
+	recv = newRecorder(t, "/v1/traces")
+	dir = t.TempDir()
+	return srv, recv, dir, tracedContract(t, dir, srv.URL())
 }
 
 // tracedContract writes a contract that propagates the trace and can
@@ -105,13 +129,8 @@ const (
 // trace names that operation.
 func TestServeContinuesTheCallersTrace(t *testing.T) {
 	t.Parallel()
-	srv := fp.New()
-	defer srv.Close()
-	srv.RequireToken(canary)
+	srv, recv, dir, cdir := tracedRig(t)
 	srv.Script("long-job", fp.State("running", nil))
-	recv := newRecorder(t, "/v1/traces")
-	dir := t.TempDir()
-	cdir := tracedContract(t, dir, srv.URL())
 	tokens := fmt.Sprintf("tokens:\n  - {name: agent-a, role: agent, sha256: %q}\n  - {name: agent-b, role: agent, sha256: %q}\n", sum("agent-token"), sum("other-token"))
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
@@ -149,10 +168,7 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 		t.Fatalf("serve exited %d: %s", code, p.stderr.String())
 	}
 	spans := exportedSpans(t, recv)
-	ext := spansNamed(spans, "pollwarden.extension_request")
-	if len(ext) != 1 || ext[0].trace != callerTrace || ext[0].parent != callerSpan || ext[0].attrs["pollwarden.operation.id"] != "op-a" {
-		t.Fatalf("extension request spans %+v, want one in the caller's trace under its span", ext)
-	}
+	assertCallersChild(t, spans, "op-a")
 	if len(spansNamed(spans, "pollwarden.step")) == 0 {
 		t.Fatal("no step span exported: the scheduler's spans are missing")
 	}
@@ -171,13 +187,8 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 // call's _meta.traceparent is the parent of the use case's span.
 func TestMCPStdioExportsTraces(t *testing.T) {
 	t.Parallel()
-	srv := fp.New()
-	defer srv.Close()
-	srv.RequireToken(canary)
+	srv, recv, dir, cdir := tracedRig(t)
 	srv.Script("mcp-job", fp.State("running", nil))
-	recv := newRecorder(t, "/v1/traces")
-	dir := t.TempDir()
-	cdir := tracedContract(t, dir, srv.URL())
 	h := startMCP(t, []string{"mcp", "--contracts", cdir, "--store", filepath.Join(dir, "pw.db"), "--otlp-endpoint", recv.URL},
 		[]string{"PROC_TOKEN=" + canary})
 	if _, _, isErr := h.call("watch_job", `{"contract":"traced","job_id":"mcp-job","operation_id":"op-m"}`); isErr {
@@ -194,10 +205,7 @@ func TestMCPStdioExportsTraces(t *testing.T) {
 	}
 	_ = h.session.Close() // the host closes stdin; the server flushes and exits
 	spans := exportedSpans(t, recv)
-	ext := spansNamed(spans, "pollwarden.extension_request")
-	if len(ext) != 1 || ext[0].trace != callerTrace || ext[0].parent != callerSpan || ext[0].attrs["pollwarden.operation.id"] != "op-m" {
-		t.Fatalf("extension request spans %+v, want one in the host's trace under its span", ext)
-	}
+	assertCallersChild(t, spans, "op-m")
 	if len(spansNamed(spans, "pollwarden.request")) == 0 {
 		t.Fatal("the embedded scheduler's request spans were not exported before exit")
 	}
@@ -209,14 +217,10 @@ func TestMCPStdioExportsTraces(t *testing.T) {
 // sent each request; without either, no span and no traceparent.
 func TestWaitAndSubmitExportTraces(t *testing.T) {
 	t.Parallel()
-	srv := fp.New()
-	defer srv.Close()
-	srv.RequireToken(canary)
+	srv, recv, dir, cdir := tracedRig(t)
 	srv.Script("w-job", fp.State("running", nil), fp.Succeeded("https://results.example.com/r.csv"))
 	srv.Script("sub-1", fp.Succeeded("https://results.example.com/s.csv"))
-	recv := newRecorder(t, "/v1/traces")
-	dir := t.TempDir()
-	cfile := filepath.Join(tracedContract(t, dir, srv.URL()), "traced.yaml")
+	cfile := filepath.Join(cdir, "traced.yaml")
 
 	w := start(t, "wait", "--contract", cfile, "--job-id", "w-job", "--store", filepath.Join(dir, "w.db"), "--quiet", "--otlp-endpoint", recv.URL)
 	if code := w.exitCode(t); code != 0 {
