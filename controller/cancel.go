@@ -11,7 +11,7 @@ import (
 	"github.com/pollwarden/pollwarden/policy"
 )
 
-// Cancel asks the provider to cancel operation id's job as its own
+// cancelJob asks the provider to cancel operation id's job as its own
 // recorded action (R23): the approver's decision, the phase cancelling and
 // the cancel record are written together with this process's lease, in
 // one write, before the request leaves; the request is sent once, and its
@@ -21,7 +21,7 @@ import (
 // offers it. When a cancel may already have reached the provider, nothing
 // is sent (unless the contract documents cancel as idempotent) and the
 // record is returned as it is.
-func (c *Controller) Cancel(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	p.Option = pollwarden.OptionCancel
 	var lease *pollwarden.Lease

@@ -36,13 +36,13 @@ type ResultFetch struct {
 	Written bool
 }
 
-// FetchResult fetches operation id's result as its own recorded action
+// fetchResult fetches operation id's result as its own recorded action
 // (R23), streaming it into w, bounded by the contract's max_bytes. It is
 // allowed only once the operation has succeeded. A "started" event (who,
 // the URL) is durable before the request leaves, and a "fetched" (bytes,
 // sha256) or "failed" event after; a second fetch is allowed and recorded
 // the same way. The record is written even if the caller goes away.
-func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
+func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
 	ct := ex.Contract()
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {

@@ -154,6 +154,7 @@ func (p *Prober) fetchOne(ctx context.Context, c *pollwarden.Contract, fr FetchR
 		for k, v := range fr.Headers {
 			req.Header.Set(k, v)
 		}
+		propagateTrace(ctx, c, u.String(), req.Header)
 		if auth != nil {
 			// Last, so a contract header cannot replace it and a signature
 			// covers every header and the body; only ever reached for an

@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strings"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 )
@@ -66,11 +64,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
-		if c.Status.PropagateTrace {
-			// Only the trace's ids: the span carries no secret, and the
-			// credential below is applied after, whatever this wrote.
-			propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-		}
+		propagateTrace(ctx, c, u.String(), req.Header)
 		if tag := ifNoneMatch(ctx); tag != "" && c.Status.Conditional == "etag" {
 			req.Header.Set("If-None-Match", tag)
 		}
