@@ -303,6 +303,9 @@ type EscalationSpec struct {
 type Action struct {
 	URL    string
 	Method string
+	// Body is the request body template as JSON text ("" for none), over
+	// {job_id} and the variables (a JSON-RPC tasks/cancel).
+	Body string `json:",omitempty"`
 	// Idempotent is true only when the provider documents that repeating
 	// the call is harmless; only then is a second cancel sent (R23).
 	Idempotent bool

@@ -98,4 +98,6 @@ type EventData struct {
 	// Bytes and SHA256 describe a fetched result as it was handed over.
 	Bytes  int64  `json:"bytes,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	// Pages is how many answers a paged result fetch read.
+	Pages int `json:"pages,omitempty"`
 }

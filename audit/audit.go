@@ -132,6 +132,7 @@ type sortedData struct {
 	MaxRequests   int                    `json:"max_status_requests,omitempty"`
 	NextPollAt    *time.Time             `json:"next_poll_at,omitempty"`
 	Option        string                 `json:"option,omitempty"`
+	Pages         int                    `json:"pages,omitempty"`
 	PrevState     string                 `json:"prev_state,omitempty"`
 	ProviderJobID string                 `json:"provider_job_id,omitempty"`
 	RequestID     string                 `json:"provider_request_id,omitempty"`
@@ -153,7 +154,7 @@ func sortedPayload(d pollwarden.EventData) ([]byte, bool) {
 		NextPollAt: d.NextPollAt, Option: d.Option, PrevState: d.PrevState, ProviderJobID: d.ProviderJobID,
 		RequestID: d.RequestID, ProviderState: d.ProviderState, RateLimited: d.RateLimited, Reason: d.Reason, RetryAfter: d.RetryAfter,
 		State: d.State, RequestsUsed: d.RequestsUsed, Transport: d.Transport, FailuresUsed: d.FailuresUsed,
-		Bytes: d.Bytes, SHA256: d.SHA256, URL: d.URL}
+		Bytes: d.Bytes, SHA256: d.SHA256, URL: d.URL, Pages: d.Pages}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -234,7 +234,14 @@ func (t *Teller) line(e pollwarden.Event) string {
 	case pollwarden.EventResultFetchStarted:
 		return fmt.Sprintf("result fetch started by %s from %s", actorName(d.Actor), display.Value(d.URL))
 	case pollwarden.EventResultFetched:
-		return fmt.Sprintf("result fetched: %d bytes, sha256 %s, by %s", d.Bytes, display.Value(d.SHA256), actorName(d.Actor))
+		pages := ""
+		switch {
+		case d.Pages == 1:
+			pages = " in 1 page"
+		case d.Pages > 1:
+			pages = fmt.Sprintf(" in %d pages", d.Pages)
+		}
+		return fmt.Sprintf("result fetched: %d bytes%s, sha256 %s, by %s", d.Bytes, pages, display.Value(d.SHA256), actorName(d.Actor))
 	case pollwarden.EventResultFetchFailed:
 		s := "result fetch failed: " + display.Text(d.Detail)
 		if d.HTTPStatus != 0 {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
@@ -21,14 +23,14 @@ import (
 )
 
 type mcpFlags struct {
-	store, contracts, auditKey, webhooks string
-	concurrency                          int
+	store, contracts, auditKey, webhooks, otlpEndpoint string
+	concurrency                                        int
 }
 
 func mcpCmd(env Env) *cobra.Command {
 	var f mcpFlags
 	cmd := &cobra.Command{
-		Use:   "mcp --contracts DIR [--store PATH|postgres://…] [--webhooks FILE]",
+		Use:   "mcp --contracts DIR [--store PATH|postgres://…] [--webhooks FILE] [--otlp-endpoint URL]",
 		Short: "Serve the MCP tools on stdio, with an embedded scheduler, for an agent host",
 		Long: `mcp speaks the Model Context Protocol on stdin/stdout, for an agent host
 that starts it from its configuration. Tools: watch_job, get_job, wait_job,
@@ -39,7 +41,12 @@ the server stops when the host closes stdin. See docs/mcp.md.
 
 --webhooks FILE sends the same notifications as serve (signed JSON, Slack,
 e-mail; docs/webhooks.md) from this process. Escalation reminders and
-expiries (the contract's escalation block) run here as in serve.`,
+expiries (the contract's escalation block) run here as in serve.
+
+--otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
+OpenTelemetry traces over OTLP/HTTP as serve does (docs/tracing.md); a
+tool call's _meta.traceparent, when the host sends one, is the parent of
+its spans. Off by default; what is buffered is sent when the server stops.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runMCP(cmd.Context(), f) },
 	}
@@ -49,6 +56,7 @@ expiries (the contract's escalation block) run here as in serve.`,
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
 	fl.StringVar(&f.webhooks, "webhooks", "", "webhooks file: receivers of escalations, reminders and outcomes (docs/webhooks.md)")
 	fl.IntVar(&f.concurrency, "concurrency", scheduler.DefaultConcurrency, "status requests in flight at once")
+	otlpFlag(fl, &f.otlpEndpoint)
 	return cmd
 }
 
@@ -69,20 +77,25 @@ func (env Env) runMCP(ctx context.Context, f mcpFlags) error {
 			return usage(err)
 		}
 	}
+	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	return env.serveMCP(ctx, st, set, hooks, f.concurrency, log)
+	return env.serveMCP(ctx, st, set, hooks, f.concurrency, log, tr.Tracer)
 }
 
 // serveMCP wires the MCP door as serve wires the HTTP one: one controller
 // shared by the tools and the scheduler, its changes fanned out to
 // wait_job and to the scheduler.
-func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, hooks *webhook.Config, concurrency int, log *slog.Logger) error {
-	e := env.newEngine(st, set, concurrency, log, nil, nil)
+func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, hooks *webhook.Config, concurrency int, log *slog.Logger, tr trace.Tracer) error {
+	e := env.newEngine(st, set, concurrency, log, nil, tr)
 	ctl, sched, changes := e.ctl, e.sched, e.changes
 	hookRun := func(context.Context) error { return nil }
 	if hooks != nil {
@@ -96,7 +109,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 		hookRun = d.Run
 	}
 	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes, Clock: env.clock(),
-		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp"), ProgressEvery: env.progress()})
+		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp"), TraceIncoming: tr != nil, ProgressEvery: env.progress()})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

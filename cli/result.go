@@ -15,10 +15,13 @@ func resultCmd(env Env) *cobra.Command {
 		Use:   "result OPERATION",
 		Short: "Fetch a succeeded operation's result from the provider, as its own recorded action",
 		Long: `result fetches the result of a succeeded operation through the contract's
-result.fetch call (for example OpenAI's output file content or Anthropic's
-results_url) and writes it to stdout, or to --out FILE. The fetch is
-recorded in the operation's audit before it is sent and after it ends,
-with who asked, the URL, the size and the sha256 of what was handed over.
+result.fetch call (for example OpenAI's output file content, Anthropic's
+results_url or an MCP server's tasks/result) and writes it to stdout, or
+to --out FILE. A result the provider pages (Textract's NextToken) is
+fetched page by page and written as JSON Lines, one page a line. The
+fetch is recorded in the operation's audit before it is sent and after it
+ends, with who asked, the URL, the pages, the size and the sha256 of what
+was handed over.
 It streams, bounded by the contract's max_bytes: a larger result is
 refused. With --out the bytes go to a temporary file beside FILE that is
 renamed to FILE only when the whole result arrived, so FILE never holds a

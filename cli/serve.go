@@ -76,9 +76,12 @@ verifiable.
 
 --otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
 OpenTelemetry traces over OTLP/HTTP: a span for each step (claim, status
-request, record) and each decision, with the operation id, contract and
-outcome. Off by default. A contract with status.propagate_trace: true
-sends the status request's traceparent to the provider.`,
+request, record), each decision, submission, result fetch, cancel and
+extension request, with the operation id, contract and outcome. A
+request's traceparent header (MCP: _meta.traceparent) is the parent of
+its spans. Off by default. A contract with status.propagate_trace: true
+sends the request's traceparent to the provider's own origin.
+See docs/tracing.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
 	}
@@ -94,7 +97,7 @@ sends the status request's traceparent to the provider.`,
 	fl.DurationVar(&f.readTimeout, "read-timeout", DefaultReadTimeout, "a request's headers and body must arrive within this, or the connection is closed")
 	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
 	fl.StringVar(&f.pruneOlderThan, "prune-older-than", "", "prune, on a schedule, the records of operations finished longer ago than this (30d, 720h); see pollwarden ops prune")
-	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces by OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
+	otlpFlag(fl, &f.otlpEndpoint)
 	return cmd
 }
 
@@ -136,16 +139,11 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 			return usage(err)
 		}
 	}
-	tr, err := tracing.Setup(ctx, f.otlpEndpoint, func(k string) string { v, _ := env.Getenv(k); return v })
+	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
 	if err != nil {
-		return usage(err)
+		return err
 	}
-	defer func() {
-		// The spans still buffered are sent, within a bound.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(sctx)
-	}()
+	defer flushTraces()
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
@@ -194,7 +192,8 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	// 404/405 answers.
 	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set,
 		Changes: changes, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
-		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon", ProgressEvery: env.progress()}), tokens, log)
+		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon", TraceIncoming: tr.Tracer != nil,
+		ProgressEvery: env.progress()}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
 	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log, Now: env.clock().Now})
@@ -202,7 +201,8 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	mux.HandleFunc("GET /{$}", console.RedirectRoot)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
 		Logger: log, Changes: changes, Registry: reg, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
-		CallbackSecret: func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) }}))
+		CallbackSecret: func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) },
+		TraceIncoming:  tr.Tracer != nil}))
 	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.
 	srv.RegisterOnShutdown(mcpHandler.Close)

@@ -19,6 +19,7 @@ const maxSubmitBody = 1 << 20
 
 type submitFlags struct {
 	contract, body, opID, deadline, store, auditKey string
+	otlpEndpoint                                    string
 	vars                                            []string
 	maxRequests                                     int
 	noWait, json, quiet                             bool
@@ -38,7 +39,12 @@ is never re-sent, and the operation escalates for a person to look the job
 up or resubmit. Without --operation-id the id is derived from the contract,
 the body, the variables and the credential name.
 
-Exit codes are wait's; with --no-wait, 0 once the job id is recorded.`,
+Exit codes are wait's; with --no-wait, 0 once the job id is recorded.
+
+--otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
+OpenTelemetry traces over OTLP/HTTP, as serve does (docs/tracing.md): the
+submission (record, send, answer) and each step. Off by default; the spans
+are sent before submit exits, within a few seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runSubmit(cmd.Context(), cmd, f) },
 	}
@@ -52,6 +58,7 @@ Exit codes are wait's; with --no-wait, 0 once the job id is recorded.`,
 	fl.BoolVar(&f.noWait, "no-wait", false, "exit once the job id is recorded, printing the record")
 	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
+	otlpFlag(fl, &f.otlpEndpoint)
 	fl.BoolVar(&f.json, "json", false, "print one JSON object on stdout")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the outcome")
 	return cmd
@@ -82,12 +89,17 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	if err != nil {
 		return usage(err)
 	}
+	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	o.Controller = env.newController(st)
+	o.Controller = env.newTracedController(st, tr.Tracer)
 	ops := operations.New(o)
 	op, _, err := ops.Create(ctx, p)
 	if err != nil {

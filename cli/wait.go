@@ -17,11 +17,12 @@ import (
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type waitFlags struct {
 	contract, jobID, statusURL, opID, deadline, store string
-	auditKey                                          string
+	auditKey, otlpEndpoint                            string
 	vars                                              []string
 	maxRequests, maxFailures                          int
 	json, quiet                                       bool
@@ -41,7 +42,12 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 20 deadline_exceeded · 21 request_budget_exhausted · 22 rate_limited ·
 23 unknown_state · 24 authorization_denied · 25 provider_failure ·
 26 integration_failure · 2 usage or contract error · 1 internal error ·
-130 interrupted (resume with the same command).`,
+130 interrupted (resume with the same command).
+
+--otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
+OpenTelemetry traces over OTLP/HTTP, as serve does (docs/tracing.md): a
+span for each step and its status request. Off by default; the spans are
+sent before wait exits, within a few seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runWait(cmd.Context(), cmd, f) },
 	}
@@ -56,6 +62,7 @@ Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 	fl.IntVar(&f.maxFailures, "max-transport-failures", 0, "maximum transport failures; may only lower the contract's")
 	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
+	otlpFlag(fl, &f.otlpEndpoint)
 	fl.BoolVar(&f.json, "json", false, "print one JSON object with the outcome on stdout")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the outcome")
 	return cmd
@@ -87,12 +94,17 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
 		fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
 	}
+	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	o.Controller = env.newController(st)
+	o.Controller = env.newTracedController(st, tr.Tracer)
 	ops := operations.New(o)
 	op, created, err := ops.Create(ctx, p)
 	if err != nil {
@@ -193,8 +205,14 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 }
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
+	return env.newTracedController(st, nil)
+}
+
+// newTracedController is newController with a span for each step and
+// action when tr is set (wait and submit with --otlp-endpoint).
+func (env Env) newTracedController(st pollwarden.Store, tr trace.Tracer) *controller.Controller {
 	pr := prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack()})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack(), Tracer: tr})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started

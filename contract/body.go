@@ -11,8 +11,9 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// bodyVar finds the {name} references in a body template's strings.
-var bodyVar = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// bodyVar finds the {name} references in a body or header template's
+// strings; a name may be a result field's dotted path (result.taskId).
+var bodyVar = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}`)
 
 // body decodes status.body: any YAML value, kept as JSON text. Its
 // strings may hold {job_id} and the declared variables; each is filled in
@@ -111,14 +112,37 @@ func walkStrings(v any, f func(string) string) any {
 // when the contract sends none. Every {name} the template holds must have
 // a value.
 func StatusBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([]byte, error) {
-	if c == nil || c.Status.Body == "" {
+	if c == nil {
+		return nil, nil
+	}
+	return fillBody(c.Status.Body, withJob(jobID, vars), "status body", false)
+}
+
+// CancelBody builds the cancel request's body (a JSON-RPC tasks/cancel),
+// nil when the contract's cancel sends none.
+func CancelBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([]byte, error) {
+	if c == nil || c.Cancel == nil {
+		return nil, nil
+	}
+	return fillBody(c.Cancel.Body, withJob(jobID, vars), "cancel body", false)
+}
+
+// fillBody fills a body template's {name} references with values from
+// all, each as text inside a JSON string, so a value can never add a key
+// or end the string. In a paged fetch's body, a string that is exactly
+// "{next_token}" while the token is empty (the first page) is dropped
+// with its key: a provider such as Textract refuses an empty token.
+func fillBody(tmpl string, all map[string]string, what string, paged bool) ([]byte, error) {
+	if tmpl == "" {
 		return nil, nil
 	}
 	var v any
-	if err := json.Unmarshal([]byte(c.Status.Body), &v); err != nil {
-		return nil, refusef("the contract's body template is not JSON: %v", err)
+	if err := json.Unmarshal([]byte(tmpl), &v); err != nil {
+		return nil, refusef("the contract's %s template is not JSON: %v", what, err)
 	}
-	all := withJob(jobID, vars)
+	if paged && all[nextTokenVar] == "" {
+		v = dropEmptyToken(v)
+	}
 	missing := ""
 	v = walkStrings(v, func(s string) string {
 		return bodyVar.ReplaceAllStringFunc(s, func(m string) string {
@@ -131,7 +155,27 @@ func StatusBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([
 		})
 	})
 	if missing != "" {
-		return nil, refusef("the status body needs {%s} and none is given", missing)
+		return nil, refusef("the %s needs {%s} and none is given", what, missing)
 	}
 	return json.Marshal(v)
+}
+
+// dropEmptyToken removes every map entry whose value is exactly
+// "{next_token}".
+func dropEmptyToken(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == "{"+nextTokenVar+"}" {
+				delete(x, k)
+				continue
+			}
+			x[k] = dropEmptyToken(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = dropEmptyToken(e)
+		}
+	}
+	return v
 }

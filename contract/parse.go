@@ -139,11 +139,11 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Limits = d.limits(top.obj("limits", false, "deadline", "max_status_requests", "max_transport_failures", "max_rate_limited", "max_requests_per_second", "transport_failures"))
 	esc := top.obj("escalation", false, "extension", "console_url", "remind_after", "expire_after", "on_expiry")
 	c.Escalation = d.escalation(esc)
-	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
+	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "body", "idempotent"), c)
 	c.Status.Session = d.session(status.obj("session", false, "url", "method", "body", "notify", "header"), c)
 	c.Submit = d.submit(top.obj("submit", false, "url", "method", "headers", "job_id_path", "status_location",
 		"idempotency_key_header", "max_attempts"), c)
-	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "max_bytes"), c)
+	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "safe", "body", "error_path", "next", "max_pages", "max_bytes"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	d.decisionTimes(esc, c)
 	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))
@@ -303,12 +303,20 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	if m, line, ok := o.str("method", false); ok {
 		a.Method = d.method(line, o.child("method"), m)
 	}
+	if v, ok := o.get("body", false); ok {
+		if a.Method == "GET" || a.Method == "HEAD" {
+			d.addf(o.lineOf("body"), o.child("body"), "a %s cancel sends no body; use POST or remove body", a.Method)
+		} else {
+			a.Body = d.body(o.child("body"), v)
+		}
+	}
 	a.Idempotent = o.boolean("idempotent")
 	return a
 }
 
 // originURL resolves a URL template of a request that carries the
-// status credential (cancel, a session handshake) under base_url and
+// status credential (cancel, a session handshake, submit, a result
+// fetch) under base_url and
 // reports, at line, a template that does not read or an origin outside
 // the status call's; why is added to a template problem.
 func (d *decoder) originURL(o *object, line int, raw string, c *pollwarden.Contract, why string, known ...string) string {

@@ -56,6 +56,7 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 	s.Credential = d.credential(o.obj("credential", false, credentialKeys...), base, urlOK)
 	s.CAFile = d.caFile(o)
 	s.Headers = d.headers(o.obj("headers", false), s.Credential)
+	d.headerTemplates(o.obj("headers", false), s.Headers)
 	s.Timeout, _ = o.duration("timeout", defaultTimeout, false)
 	s.MaxBodyBytes = int64(o.integer("max_body_bytes", defaultMaxBodyBytes, 1))
 	if h, line, ok := o.str("request_id_header", false); ok {

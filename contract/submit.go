@@ -2,7 +2,6 @@ package contract
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -22,19 +21,7 @@ func (d *decoder) submit(o *object, c *pollwarden.Contract) *pollwarden.SubmitSp
 	}
 	s := &pollwarden.SubmitSpec{Method: "POST"}
 	if u, line, ok := o.str("url", true); ok {
-		u, msg := d.resolve(u)
-		s.URL = u
-		var origin Origin
-		if msg == "" {
-			origin, msg = checkTemplate(u, d.known...)
-		}
-		switch {
-		case msg != "" && d.baseBad:
-		case msg != "":
-			d.addf(line, o.child("url"), "%s", msg)
-		case !slices.Contains(AllowedOrigins(c), origin) && statusURLReadable(c):
-			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
-		}
+		s.URL = d.originURL(o, line, u, c, "", d.known...)
 	}
 	if m, line, ok := o.str("method", false); ok {
 		s.Method = d.method(line, o.child("method"), m)

@@ -150,7 +150,28 @@ func Summary(c *pollwarden.Contract) string {
 	if sb := c.Submit; sb != nil {
 		line("submit:     %s %s; %s", sb.Method, sb.URL, submitSummary(sb))
 	}
+	if f := c.ResultFetch; f != nil {
+		line("fetch:      %s %s; %s", f.Method, f.URL, fetchSummary(f))
+	}
 	return b.String()
+}
+
+// fetchSummary says how a result is fetched and bounded.
+func fetchSummary(f *pollwarden.ResultFetch) string {
+	parts := []string{fmt.Sprintf("at most %d bytes", f.MaxBytes)}
+	if f.Safe {
+		parts = append(parts, "a documented read")
+	}
+	if f.Body != "" {
+		parts = append(parts, "body "+f.Body)
+	}
+	if f.ErrorPath != "" {
+		parts = append(parts, "fails on "+f.ErrorPath)
+	}
+	if f.Paged() {
+		parts = append(parts, fmt.Sprintf("pages by %s, at most %d, as JSON Lines", f.Next, f.MaxPages))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // submitSummary says where a submission's job and status come from and

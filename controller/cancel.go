@@ -11,7 +11,7 @@ import (
 	"github.com/pollwarden/pollwarden/policy"
 )
 
-// Cancel asks the provider to cancel operation id's job as its own
+// cancelJob asks the provider to cancel operation id's job as its own
 // recorded action (R23): the approver's decision, the phase cancelling and
 // the cancel record are written together with this process's lease, in
 // one write, before the request leaves; the request is sent once, and its
@@ -21,7 +21,7 @@ import (
 // offers it. When a cancel may already have reached the provider, nothing
 // is sent (unless the contract documents cancel as idempotent) and the
 // record is returned as it is.
-func (c *Controller) Cancel(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	p.Option = pollwarden.OptionCancel
 	var lease *pollwarden.Lease
@@ -96,11 +96,19 @@ func (c *Controller) sendCancel(ctx context.Context, ex *contract.Extractor, op 
 // answer to what the record keeps.
 func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) policy.CancelAnswer {
 	ct := ex.Contract()
-	url, err := contract.CancelURL(ct, op.ProviderJobID)
+	url, err := contract.CancelURLFor(ct, op.ProviderJobID, op.Vars)
 	if err != nil {
 		return policy.CancelAnswer{Detail: err.Error()}
 	}
-	r := c.prober.Action(context.WithoutCancel(ctx), ct, ct.Cancel, url)
+	body, err := contract.CancelBody(ct, op.ProviderJobID, op.Vars)
+	if err != nil {
+		return policy.CancelAnswer{Detail: err.Error()}
+	}
+	headers, err := contract.RequestHeaders(ct, op.ProviderJobID, op.Vars)
+	if err != nil {
+		return policy.CancelAnswer{Detail: err.Error()}
+	}
+	r := c.prober.Action(context.WithoutCancel(ctx), ct, ct.Cancel, url, body, headers)
 	switch {
 	case r.CredentialError != nil:
 		return policy.CancelAnswer{Detail: r.CredentialError.Error()}

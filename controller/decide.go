@@ -80,12 +80,12 @@ func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operat
 	}
 }
 
-// RequestExtension records an agent's request; it grants nothing. The
+// requestExtension records an agent's request; it grants nothing. The
 // request is checked here for every door and embedder
 // (pollwarden.ExtensionRequest.Check); one on a
 // finished operation is refused with pollwarden.ErrPhase, and nothing is
 // written to its audit.
-func (c *Controller) RequestExtension(ctx context.Context, id string, actor pollwarden.Actor, p pollwarden.ExtensionRequest) (*pollwarden.Operation, error) {
+func (c *Controller) requestExtension(ctx context.Context, id string, actor pollwarden.Actor, p pollwarden.ExtensionRequest) (*pollwarden.Operation, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/prober"
 )
 
 // The two ways a result fetch ends without a result: refused before
@@ -27,18 +28,21 @@ type ResultFetch struct {
 	URL    string
 	Bytes  int64
 	SHA256 string
+	// Pages is how many answers a paged fetch read (0 when it streamed
+	// one answer as it came).
+	Pages int
 	// Written is true once any byte reached the writer, also on failure:
 	// a door streaming to a client can then only abort.
 	Written bool
 }
 
-// FetchResult fetches operation id's result as its own recorded action
+// fetchResult fetches operation id's result as its own recorded action
 // (R23), streaming it into w, bounded by the contract's max_bytes. It is
 // allowed only once the operation has succeeded. A "started" event (who,
 // the URL) is durable before the request leaves, and a "fetched" (bytes,
 // sha256) or "failed" event after; a second fetch is allowed and recorded
 // the same way. The record is written even if the caller goes away.
-func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
+func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
 	ct := ex.Contract()
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
@@ -47,7 +51,15 @@ func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id
 	if err := policy.CanFetchResult(op, ct); err != nil {
 		return ResultFetch{}, fmt.Errorf("%w: %v", ErrResultRefused, err)
 	}
-	url, err := contract.ResultFetchURL(ct, op)
+	pager, err := contract.NewResultPager(ct, op)
+	if err != nil {
+		return ResultFetch{}, fmt.Errorf("%w: %v", ErrResultRefused, err)
+	}
+	url, _, err := pager.Page("")
+	if err != nil {
+		return ResultFetch{}, fmt.Errorf("%w: %v", ErrResultRefused, err)
+	}
+	headers, err := contract.RequestHeaders(ct, op.ProviderJobID, op.Vars)
 	if err != nil {
 		return ResultFetch{}, fmt.Errorf("%w: %v", ErrResultRefused, err)
 	}
@@ -58,13 +70,13 @@ func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id
 	}); err != nil {
 		return ResultFetch{}, err
 	}
-	r := c.prober.Fetch(ctx, ct, ct.ResultFetch.Method, url, ct.ResultFetch.MaxBytes, w)
+	r := c.prober.Fetch(ctx, ct, prober.FetchRequest{Method: ct.ResultFetch.Method, Page: pager.Page, Headers: headers}, w)
 	if r.Problem == "" && ctx.Err() != nil {
 		r.Problem = "the caller went away before the result was handed over"
 	}
-	out := ResultFetch{URL: shown, Bytes: r.Bytes, SHA256: r.SHA256, Written: r.Written}
+	out := ResultFetch{URL: shown, Bytes: r.Bytes, SHA256: r.SHA256, Pages: r.Pages, Written: r.Written}
 	if err := c.record(bg, id, func(op *pollwarden.Operation) pollwarden.Event {
-		return policy.ResultFetchDone(op, actor, shown, r.Status, r.Bytes, r.SHA256, r.Problem, c.clock.Now())
+		return policy.ResultFetchDone(op, actor, shown, policy.FetchOutcome{Status: r.Status, Bytes: r.Bytes, SHA256: r.SHA256, Pages: r.Pages, Problem: r.Problem}, c.clock.Now())
 	}); err != nil {
 		return out, err
 	}

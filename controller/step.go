@@ -165,6 +165,10 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	if err != nil {
 		return c.failUnsent(reserved, ct, err.Error(), finish)
 	}
+	headers, err := contract.RequestHeaders(ct, reserved.ProviderJobID, reserved.Vars)
+	if err != nil {
+		return c.failUnsent(reserved, ct, err.Error(), finish)
+	}
 	var resp prober.Response
 	if ct.Status.Conditional == "etag" {
 		ctx = prober.WithIfNoneMatch(ctx, reserved.LastETag)
@@ -172,11 +176,7 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	// The request's span is the client side of the call: its context is
 	// the traceparent a contract with status.propagate_trace sends.
 	reqCtx, reqSpan := c.startSpan(ctx, "pollwarden.request", reserved.ID, reserved.Contract, trace.SpanKindClient)
-	if body != nil {
-		resp = c.prober.StatusWithBody(context.WithoutCancel(reqCtx), ct, url, body)
-	} else {
-		resp = c.prober.Status(context.WithoutCancel(reqCtx), ct, url)
-	}
+	resp = c.prober.StatusFor(context.WithoutCancel(reqCtx), ct, url, body, headers)
 	endRequest(reqSpan, reserved.StatusRequestsUsed, resp)
 	switch {
 	case resp.CredentialError != nil:

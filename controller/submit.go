@@ -7,19 +7,21 @@ import (
 	"fmt"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
-// SubmitJob submits body as a new job under the contract's submit block
+// submitJob submits body as a new job under the contract's submit block
 // and records the answer, or resumes the stored submission with the same
 // id: the record (limits, body digest, idempotency key) is durable before
 // anything is sent, each send is recorded before it leaves, and the job id
 // and status location are recorded before any status request. It returns
 // the record once the submission is settled (waiting, failed or
 // escalated); a submission is never sent twice without the stored key.
-func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+func (c *Controller) submitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	if p.Rand == nil {
 		p.Rand = c.factors
@@ -37,7 +39,7 @@ func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p po
 	case errors.Is(err, pollwarden.ErrNotFound):
 		err = c.store.OperationCreate(ctx, fresh, events)
 		if errors.Is(err, pollwarden.ErrExists) {
-			return c.SubmitJob(ctx, ex, p, body)
+			return c.submitJob(ctx, ex, p, body)
 		}
 		if err != nil {
 			return nil, err
@@ -139,7 +141,7 @@ func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op 
 	return next, turnSent, err
 }
 
-// StepSubmission is the daemon's step of an operation left in
+// stepSubmission is the daemon's step of an operation left in
 // PhaseSubmitting, typically by a process that died between recording
 // the submission and recording its answer. It waits until no live
 // submitter can still be sending it (policy.SubmitOrphanDue: the lease's
@@ -147,7 +149,7 @@ func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op 
 // submission is re-sent only with the stored idempotency key, and
 // otherwise escalated integration_failure with the question for a person.
 // Until says when to look again while it is still submitting.
-func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
+func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
 	ct := ex.Contract()
 	if op.Contract != ct.Name {
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
@@ -187,7 +189,9 @@ func (c *Controller) sendSubmission(ctx context.Context, ex *contract.Extractor,
 		}
 	}()
 	attempt := op.Submission.Attempts
-	res := c.callSubmit(context.WithoutCancel(ctx), ct, op)
+	sendCtx, span := c.startSpan(ctx, "pollwarden.submit.request", op.ID, ct.Name, trace.SpanKindClient)
+	res := c.callSubmit(context.WithoutCancel(sendCtx), ct, op)
+	endSubmitRequest(span, attempt, res)
 	now := c.clock.Now()
 	next, events, again := policy.SubmitAnswered(op, ct, attempt, res, now)
 	err := c.saveRelease(ctx, next, lease, events, now)

@@ -129,17 +129,23 @@ func endRequest(span trace.Span, n int, r prober.Response) {
 		return
 	}
 	span.SetAttributes(requestAttrs(n, r.Status, r.Transport)...)
+	endSent(span, r.Sent && r.CredentialError == nil, r.Status, r.Transport)
+}
+
+// endSent ends a request's span with what came of it: not sent, a
+// transport failure, or an answer (an error status for a 5xx).
+func endSent(span trace.Span, sent bool, status int, transport string) {
 	switch {
-	case !r.Sent || r.CredentialError != nil:
+	case !sent:
 		span.SetAttributes(attrOutcome.String("not_sent"))
 		span.SetStatus(codes.Error, "not sent")
-	case r.Transport != "":
+	case transport != "":
 		span.SetAttributes(attrOutcome.String("transport_failure"))
-		span.SetStatus(codes.Error, r.Transport)
+		span.SetStatus(codes.Error, transport)
 	default:
 		span.SetAttributes(attrOutcome.String("answered"))
-		if r.Status >= 500 {
-			span.SetStatus(codes.Error, "HTTP "+strconv.Itoa(r.Status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, "HTTP "+strconv.Itoa(status))
 		}
 	}
 	span.End()

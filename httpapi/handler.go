@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/changes"
@@ -50,6 +51,11 @@ type Options struct {
 	// (env:NAME, file:PATH) for each provider callback; default the
 	// process's environment and files.
 	CallbackSecret func(ref string) (string, error)
+	// TraceIncoming makes a request's W3C traceparent header the parent
+	// of the spans its use case starts; set it only when the controller
+	// traces, so that with tracing off no caller's trace context reaches a
+	// provider.
+	TraceIncoming bool
 }
 
 // api holds what every route needs.
@@ -149,7 +155,22 @@ func NewHandler(opts Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return a.observe(mux)
+	h := a.observe(mux)
+	if opts.TraceIncoming {
+		h = traceIncoming(h)
+	}
+	return h
+}
+
+// traceIncoming continues the caller's trace: its traceparent (and
+// tracestate) become the parent of the use case's spans. A malformed
+// header is ignored, as the W3C propagator does; no answer carries a
+// trace id back.
+func traceIncoming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // guard authenticates and authorises before the route reads anything, so

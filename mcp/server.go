@@ -57,6 +57,10 @@ type Options struct {
 	// when it is not served through NewHTTPHandler (the stdio server;
 	// default "mcp"). Through NewHTTPHandler the token's name is.
 	Owner string
+	// TraceIncoming makes a request's _meta.traceparent the parent of its
+	// spans; set it only when the controller traces, so that with tracing
+	// off no caller's trace context reaches a provider.
+	TraceIncoming bool
 }
 
 // Actor is who the stdio server's request_extension and watch_job record
@@ -169,6 +173,10 @@ Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
 	}, textOnly(s.requestExtension))
 	s.addResult(srv)
 	s.addTasks(srv)
+	if o.TraceIncoming {
+		// Last, so outermost: every other middleware sees the context.
+		srv.AddReceivingMiddleware(traceMiddleware)
+	}
 	return srv
 }
 

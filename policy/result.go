@@ -30,16 +30,27 @@ func ResultFetchStarted(op *pollwarden.Operation, actor pollwarden.Actor, url st
 		Data: pollwarden.EventData{Actor: &actor, URL: url}}
 }
 
-// ResultFetchDone is the event written after the fetch: the size and
-// digest of what was handed over, or why nothing whole was.
-func ResultFetchDone(op *pollwarden.Operation, actor pollwarden.Actor, url string, status int, bytes int64, sum, problem string, now time.Time) pollwarden.Event {
-	d := pollwarden.EventData{Actor: &actor, URL: url, HTTPStatus: status, Bytes: bytes}
+// FetchOutcome is how a result fetch ended, as the record keeps it.
+type FetchOutcome struct {
+	Status int
+	Bytes  int64
+	SHA256 string
+	// Pages is how many answers a paged fetch read.
+	Pages int
+	// Problem is why nothing whole was handed over, "" when it was.
+	Problem string
+}
+
+// ResultFetchDone is the event written after the fetch: the size, pages
+// and digest of what was handed over, or why nothing whole was.
+func ResultFetchDone(op *pollwarden.Operation, actor pollwarden.Actor, url string, o FetchOutcome, now time.Time) pollwarden.Event {
+	d := pollwarden.EventData{Actor: &actor, URL: url, HTTPStatus: o.Status, Bytes: o.Bytes, Pages: o.Pages}
 	kind := pollwarden.EventResultFetched
-	if problem != "" {
+	if o.Problem != "" {
 		kind = pollwarden.EventResultFetchFailed
-		d.Detail = problem
+		d.Detail = o.Problem
 	} else {
-		d.SHA256 = sum
+		d.SHA256 = o.SHA256
 	}
 	return pollwarden.Event{OperationID: op.ID, At: now, Kind: kind, Data: d}
 }

@@ -27,7 +27,7 @@ func TestAgainstFakeProvider(t *testing.T) {
 	if fp.Count("exp_71c") != 2 || fp.MaxInFlight("exp_71c") != 1 {
 		t.Errorf("count=%d inflight=%d", fp.Count("exp_71c"), fp.MaxInFlight("exp_71c"))
 	}
-	cancel := p.Action(context.Background(), c, &pollwarden.Action{}, fp.URL()+"/jobs/exp_71c/cancel")
+	cancel := p.Action(context.Background(), c, &pollwarden.Action{}, fp.URL()+"/jobs/exp_71c/cancel", nil, nil)
 	if cancel.Status != 200 || fp.Cancels("exp_71c") != 1 {
 		t.Errorf("cancel=%+v cancels=%d", cancel, fp.Cancels("exp_71c"))
 	}

@@ -34,6 +34,8 @@ type FetchResponse struct {
 	// Written is true once any byte reached the writer: a door that
 	// streams can no longer answer with an error status.
 	Written bool
+	// Pages is how many pages a paged fetch handed over (0 otherwise).
+	Pages int
 	// CredentialError names the reference that failed, never the secret.
 	CredentialError error
 }
@@ -48,15 +50,27 @@ func fetchTimeout(c *pollwarden.Contract) time.Duration {
 	return t
 }
 
-// Fetch streams the result at rawURL into w under the status call's
-// credential, headers and allowed origins (each redirect hop is checked
-// as for a status request), never holding the whole result in memory.
-// A declared Content-Length above max is refused before a byte is
-// written; a body that passes max as it streams stops there, with
-// TooLarge set. A body that holds the credential is stopped before the
-// chunk that completes it is written (only its raw form is looked for
-// while streaming).
-func (p *Prober) Fetch(ctx context.Context, c *pollwarden.Contract, method, rawURL string, max int64, w io.Writer) FetchResponse {
+// FetchRequest is one result fetch as the controller built it.
+type FetchRequest struct {
+	Method string
+	// Page gives the URL and body (nil for none) of the request for the
+	// page after token ("" for the first), its URL checked already.
+	Page func(token string) (url string, body []byte, err error)
+	// Headers are the contract's headers as this operation sends them.
+	Headers map[string]string
+}
+
+// Fetch streams the result into w under the status call's credential,
+// session, headers and allowed origins (each URL and redirect hop is
+// checked as for a status request), bounded by max_bytes. A result that
+// is one plain answer is streamed as it arrives, never held whole: a
+// declared Content-Length above the bound is refused before a byte is
+// written, and a body that passes it stops there, with TooLarge set. A
+// fetch whose answers must be read (a paged result, an error_path) reads
+// each answer within what is left of the bound, then writes it: one
+// answer as it came, or a paged result as JSON Lines, one page a line.
+// A body that holds the credential is stopped before it is written.
+func (p *Prober) Fetch(ctx context.Context, c *pollwarden.Contract, req FetchRequest, w io.Writer) FetchResponse {
 	auth, err := p.authorize(ctx, c)
 	var secrets []string
 	if auth != nil {
@@ -67,76 +81,111 @@ func (p *Prober) Fetch(ctx context.Context, c *pollwarden.Contract, method, rawU
 		msg := cut(sc.text(err.Error()), maxDetail)
 		return FetchResponse{CredentialError: errors.New(msg), Problem: msg}
 	}
-	r := p.fetch(ctx, c, method, rawURL, auth, secrets, max, w)
+	var r FetchResponse
+	switch f := c.ResultFetch; {
+	case f == nil || f.MaxBytes <= 0:
+		r.Problem = "no max_bytes bound for the result; nothing sent"
+	case f.Paged() || f.ErrorPath != "":
+		r = p.fetchPages(ctx, c, req, auth, secrets, w)
+	default:
+		r = p.fetchStream(ctx, c, req, auth, secrets, w)
+	}
+	if auth != nil && auth.session != "" && r.Status == http.StatusNotFound {
+		// As for a status request: the provider ended the session.
+		p.sessions.forget(c, auth.session)
+	}
 	r.Problem = cut(sc.text(r.Problem), maxDetail)
 	return r
 }
 
-func (p *Prober) fetch(ctx context.Context, c *pollwarden.Contract, method, rawURL string, auth *authorizer, secrets []string, max int64, w io.Writer) (resp FetchResponse) {
-	if max <= 0 {
-		return FetchResponse{Problem: "no max_bytes bound for the result"}
+// fetchStream is a result that is one answer, streamed as it arrives.
+func (p *Prober) fetchStream(ctx context.Context, c *pollwarden.Contract, req FetchRequest, auth *authorizer, secrets []string, w io.Writer) FetchResponse {
+	max := c.ResultFetch.MaxBytes
+	rawURL, body, err := req.Page("")
+	if err != nil {
+		return FetchResponse{Problem: err.Error()}
 	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout(c))
+	defer cancel()
+	var resp FetchResponse
+	r, problem := p.fetchOne(ctx, c, req, rawURL, body, auth, &resp)
+	if problem != "" {
+		resp.Problem = problem
+		return resp
+	}
+	defer r.Body.Close()
+	if r.ContentLength > max {
+		resp.TooLarge = true
+		resp.Problem = fmt.Sprintf("the result is %d bytes, more than the contract's max_bytes %d; nothing handed over", r.ContentLength, max)
+		return resp
+	}
+	return stream(ctx, r.Body, w, secrets, max, fetchTimeout(c), resp)
+}
+
+// fetchOne sends one request of a result fetch and follows its allowed
+// redirects; it returns a 2xx answer whose body the caller reads, or why
+// there is none. resp records what was sent and the last status.
+func (p *Prober) fetchOne(ctx context.Context, c *pollwarden.Contract, fr FetchRequest, rawURL string, body []byte, auth *authorizer, resp *FetchResponse) (*http.Response, string) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return FetchResponse{Problem: "the result URL is not an absolute http(s) URL without user info; nothing sent"}
+		return nil, "the result URL is not an absolute http(s) URL without user info; nothing sent"
 	}
 	if err := contract.CheckOrigin(c, u.String()); err != nil {
-		return FetchResponse{Problem: err.Error() + "; nothing sent"}
+		return nil, err.Error() + "; nothing sent"
 	}
 	client, err := p.clientFor(c)
 	if err != nil {
-		return FetchResponse{Problem: err.Error() + "; nothing sent"}
+		return nil, err.Error() + "; nothing sent"
 	}
-	timeout := fetchTimeout(c)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	method := fr.Method
 	for hop := 0; ; hop++ {
-		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 		if err != nil || req.URL.Scheme != u.Scheme || req.URL.Host != u.Host {
-			resp.Problem = "cannot build the request; nothing sent"
-			return resp
+			return nil, "cannot build the request; nothing sent"
 		}
 		req.Header.Set("User-Agent", p.userAgent)
-		for k, v := range c.Status.Headers {
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range fr.Headers {
 			req.Header.Set(k, v)
 		}
+		propagateTrace(ctx, c, u.String(), req.Header)
 		if auth != nil {
 			// Last, so a contract header cannot replace it and a signature
-			// covers every header; only ever reached for an allowed origin.
-			if err := auth.apply(req, nil); err != nil {
-				resp.Problem = err.Error() + "; nothing sent"
-				return resp
+			// covers every header and the body; only ever reached for an
+			// allowed origin.
+			if err := auth.apply(req, body); err != nil {
+				return nil, err.Error() + "; nothing sent"
 			}
 		}
 		resp.Sent = true
 		r, err := client.Do(req)
 		if err != nil {
-			_, detail := classify(ctx, err, timeout)
-			resp.Problem = detail
-			return resp
+			_, detail := classify(ctx, err, fetchTimeout(c))
+			return nil, detail
 		}
 		resp.Status = r.StatusCode
 		if next, why, follow := p.redirect(c, u, r, hop); follow || why != "" {
 			discard(r)
 			if why != "" {
-				resp.Problem = why
-				return resp
+				return nil, why
+			}
+			if m := redirectMethod(r.StatusCode, method); m != method {
+				method, body = m, nil
 			}
 			u = next
 			continue
 		}
-		defer r.Body.Close()
 		if r.StatusCode < 200 || r.StatusCode > 299 {
 			discard(r)
-			resp.Problem = fmt.Sprintf("the provider answered %d; its body is not the result", r.StatusCode)
-			return resp
+			return nil, fmt.Sprintf("the provider answered %d; its body is not the result", r.StatusCode)
 		}
-		if r.ContentLength > max {
-			resp.TooLarge = true
-			resp.Problem = fmt.Sprintf("the result is %d bytes, more than the contract's max_bytes %d; nothing handed over", r.ContentLength, max)
-			return resp
-		}
-		return stream(ctx, r.Body, w, secrets, max, timeout, resp)
+		return r, ""
 	}
 }
 

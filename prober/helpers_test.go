@@ -95,7 +95,7 @@ func (rc *recorder) requests() []*http.Request {
 
 // serve starts a loopback server and returns it with its base URL under
 // the hostname name (which must end in .test).
-func serve(t *testing.T, name string, h http.HandlerFunc) (*recorder, string) {
+func serve(t testing.TB, name string, h http.HandlerFunc) (*recorder, string) {
 	t.Helper()
 	rc := &recorder{handler: h}
 	srv := httptest.NewServer(rc)

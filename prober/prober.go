@@ -209,13 +209,10 @@ func (r Response) RateLimit(x *contract.Extractor, at time.Time) (why, retryAfte
 }
 
 // Status sends the contract's status request to statusURL (the contract's
-// URL with the job id already filled in).
+// URL with the job id already filled in), with the headers that hold no
+// template.
 func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL string) Response {
-	method := c.Status.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	return p.call(ctx, c, method, statusURL, nil)
+	return p.StatusFor(ctx, c, statusURL, nil, contract.FixedHeaders(c))
 }
 
 // StatusWithBody is Status for a contract whose status call sends a body
@@ -223,26 +220,33 @@ func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL s
 // contract.StatusBody, is sent as application/json on every hop that
 // keeps the method.
 func (p *Prober) StatusWithBody(ctx context.Context, c *pollwarden.Contract, statusURL string, body []byte) Response {
+	return p.StatusFor(ctx, c, statusURL, body, contract.FixedHeaders(c))
+}
+
+// StatusFor is the status request of one operation: body (nil for
+// none) and headers as contract.RequestHeaders filled them in.
+func (p *Prober) StatusFor(ctx context.Context, c *pollwarden.Contract, statusURL string, body []byte, headers map[string]string) Response {
 	method := c.Status.Method
 	if method == "" {
 		method = http.MethodGet
 	}
-	return p.call(ctx, c, method, statusURL, body)
+	return p.call(ctx, c, method, statusURL, body, headers)
 }
 
 // Action sends a provider action (cancel) to url with a.Method (default
-// POST), under the status call's credential, hosts, timeout and body cap.
-func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollwarden.Action, url string) Response {
+// POST), body (nil for none) and one operation's headers, under the
+// status call's credential, session, hosts, timeout and body cap.
+func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollwarden.Action, url string, body []byte, headers map[string]string) Response {
 	method := a.Method
 	if method == "" {
 		method = http.MethodPost
 	}
-	return p.call(ctx, c, method, url, nil)
+	return p.call(ctx, c, method, url, body, headers)
 }
 
 // call wraps send so that redaction, then the caps, run on every path
 // out.
-func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte) Response {
+func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte, headers map[string]string) Response {
 	auth, err := p.authorize(ctx, c)
 	var secrets []string
 	if auth != nil {
@@ -264,7 +268,7 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		now := p.now()
 		return Response{Sent: true, SentAt: now, ReceivedAt: now, Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
 	}
-	resp := p.send(ctx, c, method, rawURL, auth, body)
+	resp := p.send(ctx, c, method, rawURL, auth, body, headers)
 	if auth != nil && auth.session != "" && resp.Transport == "" && resp.Status == http.StatusNotFound {
 		// A 404 to a session id is the provider's word that the session
 		// ended (MCP streamable HTTP): the next request opens a new one.

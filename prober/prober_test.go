@@ -164,7 +164,7 @@ func TestHeadersCaptured(t *testing.T) {
 func TestActionUsesItsMethodAndTheCredential(t *testing.T) {
 	rc, base := serve(t, "api.test", nil)
 	p := newTestProber(map[string]string{"EXPORT_API_TOKEN": token})
-	resp := p.Action(context.Background(), testContract(base), &pollwarden.Action{Method: http.MethodPost}, base+"/v1/jobs/exp_1/cancel")
+	resp := p.Action(context.Background(), testContract(base), &pollwarden.Action{Method: http.MethodPost}, base+"/v1/jobs/exp_1/cancel", nil, nil)
 	if resp.Status != 200 {
 		t.Fatalf("resp = %+v", resp)
 	}

@@ -9,17 +9,16 @@ import (
 	"net/url"
 	"strings"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 )
 
 // send performs the request and its redirects. auth puts the credential
-// on each hop (nil when the contract has none). The
+// on each hop (nil when the contract has none); hdr are the contract's
+// headers as this operation sends them. The
 // Response's texts are whole and unredacted, and its body has no scrubber
 // yet: call redacts, then cuts.
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL string, auth *authorizer, reqBody []byte) (resp Response) {
+func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL string, auth *authorizer, reqBody []byte, hdr map[string]string) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
@@ -62,14 +61,10 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		if reqBody != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		for k, v := range c.Status.Headers {
+		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
-		if c.Status.PropagateTrace {
-			// Only the trace's ids: the span carries no secret, and the
-			// credential below is applied after, whatever this wrote.
-			propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-		}
+		propagateTrace(ctx, c, u.String(), req.Header)
 		if tag := ifNoneMatch(ctx); tag != "" && c.Status.Conditional == "etag" {
 			req.Header.Set("If-None-Match", tag)
 		}

@@ -160,7 +160,7 @@ func (p *Prober) sessionRequest(ctx context.Context, c *pollwarden.Contract, aut
 	}
 	req.Header.Set("User-Agent", p.userAgent)
 	req.Header.Set("Content-Type", "application/json")
-	for k, v := range c.Status.Headers {
+	for k, v := range contract.FixedHeaders(c) {
 		req.Header.Set(k, v)
 	}
 	if id != "" {

@@ -90,32 +90,38 @@ func TestSigV4CheckerMatchesAWSExample(t *testing.T) {
 func sigv4Provider(t *testing.T, secret string) (*recorder, string) {
 	return serve(t, "textract.test", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		auth := r.Header.Get("Authorization")
-		cred, _, _ := strings.Cut(strings.TrimPrefix(auth, "AWS4-HMAC-SHA256 Credential="), ",")
-		scope := strings.Split(cred, "/")
-		var signed []string
-		var sig string
-		for _, part := range strings.Split(auth, ", ") {
-			if v, ok := strings.CutPrefix(part, "SignedHeaders="); ok {
-				signed = strings.Split(v, ";")
-			}
-			if v, ok := strings.CutPrefix(part, "Signature="); ok {
-				sig = v
-			}
-		}
-		headers := map[string]string{"host": r.Host, "content-length": strconv.FormatInt(r.ContentLength, 10)}
-		for k, v := range r.Header {
-			headers[strings.ToLower(k)] = strings.Join(v, ",")
-		}
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		if len(scope) != 5 || !contains(signed, "x-amz-target") || !contains(signed, "host") ||
-			sig != sigv4Signature(secret, scope[2], scope[3], r.Header.Get("X-Amz-Date"), r.Method, r.URL.EscapedPath(), r.URL.RawQuery, headers, signed, body) {
+		if !sigv4Checks(r, body, secret) {
 			w.WriteHeader(400)
 			_, _ = w.Write([]byte(`{"__type":"InvalidSignatureException","message":"The request signature we calculated does not match"}`))
 			return
 		}
 		_, _ = w.Write([]byte(`{"JobStatus":"IN_PROGRESS","error":"token ` + r.Header.Get("X-Amz-Security-Token") + `"}`))
 	})
+}
+
+// sigv4Checks reports whether r, whose body was body, carries a SigV4
+// signature that checks under secret and covers X-Amz-Target and Host.
+func sigv4Checks(r *http.Request, body []byte, secret string) bool {
+	auth := r.Header.Get("Authorization")
+	cred, _, _ := strings.Cut(strings.TrimPrefix(auth, "AWS4-HMAC-SHA256 Credential="), ",")
+	scope := strings.Split(cred, "/")
+	var signed []string
+	var sig string
+	for _, part := range strings.Split(auth, ", ") {
+		if v, ok := strings.CutPrefix(part, "SignedHeaders="); ok {
+			signed = strings.Split(v, ";")
+		}
+		if v, ok := strings.CutPrefix(part, "Signature="); ok {
+			sig = v
+		}
+	}
+	headers := map[string]string{"host": r.Host, "content-length": strconv.FormatInt(r.ContentLength, 10)}
+	for k, v := range r.Header {
+		headers[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	return len(scope) == 5 && contains(signed, "x-amz-target") && contains(signed, "host") &&
+		sig == sigv4Signature(secret, scope[2], scope[3], r.Header.Get("X-Amz-Date"), r.Method, r.URL.EscapedPath(), r.URL.RawQuery, headers, signed, body)
 }
 
 func contains(list []string, s string) bool {

@@ -87,6 +87,7 @@ func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.Contract, rawURL 
 	if key != "" && s.IdempotencyKeyHeader != "" {
 		req.Header.Set(s.IdempotencyKeyHeader, key)
 	}
+	propagateTrace(ctx, c, u.String(), req.Header)
 	if auth != nil {
 		// Last, so a contract header cannot replace it and a signature
 		// covers every header.

@@ -59,6 +59,14 @@ limits: {deadline: 1m, max_status_requests: 60, max_transport_failures: 3, max_r
 	if inner["phase"] != "succeeded" {
 		t.Errorf("the inner operation is %v", inner["phase"])
 	}
+	// The result is a tasks/result to the inner serve, from a new process
+	// (so a new session): pollwarden's tasks are not bound to a session.
+	store := filepath.Join(dir, "outer.db")
+	res := start(t, "result", "outer-inner-ok", "--contract", outer, "--store", store)
+	if code := res.exitCode(t); code != 0 || !strings.Contains(res.stdout.String(), `"io.modelcontextprotocol/related-task":{"taskId":"inner-ok"}`) ||
+		!strings.Contains(res.stdout.String(), "files.example.com/r.csv") {
+		t.Fatalf("result: exit %d\nstdout %s\nstderr %s", code, res.stdout.String(), res.stderr.String())
+	}
 
 	code, out = submit("inner-odd", "job-odd")
 	if code != 23 || out["reason"] != "unknown_state" || out["last_state"] != "input_required" {
@@ -66,5 +74,24 @@ limits: {deadline: 1m, max_status_requests: 60, max_transport_failures: 3, max_r
 	}
 	if s := fmt.Sprint(out); strings.Contains(s, tokA) {
 		t.Fatalf("the inner token reached the outcome: %s", s)
+	}
+	// Cancelling the outer operation sends tasks/cancel: the inner serve
+	// stops watching its escalated operation (closed as failed, nothing
+	// cancelled at its own provider) and answers the task cancelled.
+	if inner := call(t, base, tokA, "GET", "/v1/operations/inner-odd", "", 200); inner["phase"] != "escalated" {
+		t.Fatalf("the inner operation is %v before the cancel, want escalated", inner["phase"])
+	}
+	dec := start(t, "decide", "outer-inner-odd", "cancel_at_provider", "--contract", outer, "--store", store, "--by", "ann")
+	if code := dec.exitCode(t); code != 0 {
+		t.Fatalf("decide cancel: exit %d\nstdout %s\nstderr %s", code, dec.stdout.String(), dec.stderr.String())
+	}
+	if inner := call(t, base, tokA, "GET", "/v1/operations/inner-odd", "", 200); inner["phase"] != "failed" {
+		t.Errorf("the inner operation is %v after tasks/cancel, want failed (abandoned)", inner["phase"])
+	}
+	if !strings.Contains(dec.stdout.String(), "state cancelled") {
+		t.Errorf("decide: %s, want the outer operation cancelled by the tasks/cancel answer", dec.stdout.String())
+	}
+	if s := dec.stdout.String() + dec.stderr.String() + res.stdout.String() + res.stderr.String(); strings.Contains(s, tokA) {
+		t.Fatal("the inner token reached the output")
 	}
 }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 )
@@ -24,32 +19,8 @@ import (
 // provider no traceparent.
 func TestServeExportsTraces(t *testing.T) {
 	t.Parallel()
-	srv := fp.New()
-	defer srv.Close()
-	srv.RequireToken(canary)
+	srv, recv, dir, cdir := tracedRig(t)
 	srv.Script("traced-job", fp.State("running", nil), fp.Succeeded("https://results.example.com/r.csv"))
-
-	recv := newRecorder(t, "/v1/traces")
-
-	dir := t.TempDir()
-	cdir := filepath.Join(dir, "contracts")
-	if err := os.Mkdir(cdir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	c := fmt.Sprintf(`version: 1
-name: traced
-status:
-  url: "%s/jobs/{job_id}"
-  credential: {header: Authorization, scheme: Bearer, secret: "env:PROC_TOKEN"}
-  propagate_trace: true
-state: {path: state, pending: [running], success: [succeeded], failure: [failed]}
-result: {require: [{path: result.url, kind: url}]}
-backoff: {base: 100ms, max: 200ms}
-limits: {deadline: 1m, max_status_requests: 5, max_transport_failures: 3, max_rate_limited: 3}
-`, srv.URL())
-	if err := os.WriteFile(filepath.Join(cdir, "traced.yaml"), []byte(c), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
@@ -70,30 +41,13 @@ limits: {deadline: 1m, max_status_requests: 5, max_transport_failures: 3, max_ra
 
 	requests := map[string]bool{} // "traceid-spanid" of each request span
 	names := map[string]int{}
-	for _, b := range recv.Bodies() {
-		if bytes.Contains(b, []byte(canary)) {
-			t.Fatal("the provider credential reached the trace exporter")
+	for _, s := range exportedSpans(t, recv) {
+		names[s.name]++
+		if s.attrs["pollwarden.operation.id"] != "traced-1" || s.attrs["pollwarden.contract"] != "traced" {
+			t.Errorf("span %s: %v", s.name, s.attrs)
 		}
-		var req coltrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &req); err != nil {
-			t.Fatalf("the receiver got no OTLP protobuf: %v", err)
-		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					names[s.Name]++
-					attrs := map[string]string{}
-					for _, a := range s.Attributes {
-						attrs[a.Key] = a.Value.GetStringValue()
-					}
-					if attrs["pollwarden.operation.id"] != "traced-1" || attrs["pollwarden.contract"] != "traced" {
-						t.Errorf("span %s: %v", s.Name, attrs)
-					}
-					if s.Name == "pollwarden.request" {
-						requests[hex.EncodeToString(s.TraceId)+"-"+hex.EncodeToString(s.SpanId)] = true
-					}
-				}
-			}
+		if s.name == "pollwarden.request" {
+			requests[s.trace+"-"+s.span] = true
 		}
 	}
 	if names["pollwarden.request"] != 2 || names["pollwarden.step"] < 2 || names["pollwarden.claim"] < 2 || names["pollwarden.record"] != 2 {

@@ -32,6 +32,36 @@ const resultsJSONL = `{"custom_id":"request-1","result":{"type":"succeeded"}}
 {"custom_id":"request-2","result":{"type":"errored"}}
 `
 
+// succeededRig moves built-in name to base by base_url and waits, through
+// the real controller and SQLite store, until job's operation "op" has
+// succeeded.
+func succeededRig(t *testing.T, name, base, job string) (*controller.Controller, *contract.Extractor, *sqlite.Store) {
+	t.Helper()
+	c, err := contract.Parse(fmt.Appendf(nil, "version: 1\nextends: %s\nname: %s\nbase_url: %q\n", name, name, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := contract.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clock := &fakeClock{now: time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)}
+	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
+		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(string) (string, bool) { return replayToken, true }})})
+	if _, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op", ProviderJobID: job}); err != nil {
+		t.Fatal(err)
+	}
+	if op, err := ctl.Wait(context.Background(), ex, "op", nil); err != nil || op.Phase != pollwarden.PhaseSucceeded {
+		t.Fatalf("wait: %v %v", op, err)
+	}
+	return ctl, ex, st
+}
+
 // fetchBuiltin replays a built-in's success fixture (status at base_url,
 // rewritten by rewrite), then fetches the result through result.fetch
 // from a server that answers resultPath with resultsJSONL.
@@ -57,28 +87,7 @@ func fetchBuiltin(t *testing.T, name, job, resultPath string, rewrite func(body,
 		fmt.Fprint(w, rewrite(string(status), srv.URL))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := contract.Parse([]byte(fmt.Sprintf("version: 1\nextends: %s\nname: %s\nbase_url: %q\n", name, name, srv.URL)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := contract.Compile(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	clock := &fakeClock{now: time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)}
-	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
-		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(string) (string, bool) { return replayToken, true }})})
-	if _, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op", ProviderJobID: job}); err != nil {
-		t.Fatal(err)
-	}
-	if op, err := ctl.Wait(context.Background(), ex, "op", nil); err != nil || op.Phase != pollwarden.PhaseSucceeded {
-		t.Fatalf("wait: %v %v", op, err)
-	}
+	ctl, ex, _ := succeededRig(t, name, srv.URL, job)
 	var out bytes.Buffer
 	res, err := ctl.FetchResult(context.Background(), ex, "op", pollwarden.Actor{Name: "t", Role: pollwarden.RoleAgent}, &out)
 	if err == nil && out.String() != resultsJSONL {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -259,5 +260,101 @@ func TestMCPTaskBuiltinRefusedCredential(t *testing.T) {
 	}
 	if n := peer.counts()["tasks/get"]; n != 0 {
 		t.Fatalf("%d tasks/get sent under a refused session", n)
+	}
+}
+
+// names is, by JSON-RPC method, whether each request's Mcp-Name header
+// matched its params.taskId.
+func (p *taskPeer) names() map[string][]bool {
+	p.t.Helper()
+	var m map[string][]bool
+	p.admin("/names", &m)
+	return m
+}
+
+func (r *peerRun) fetch(t *testing.T, id string) (string, error, string) {
+	t.Helper()
+	var out strings.Builder
+	_, err := r.ctl.FetchResult(context.Background(), r.ex, id, pollwarden.Actor{Name: "ana", Role: pollwarden.RoleAgent}, &out)
+	events, lerr := r.store.EventList(context.Background(), id)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	story := strings.Join(audit.Story(events, time.UTC), "\n")
+	if strings.Contains(out.String()+story, peerToken) {
+		t.Fatalf("the credential reached the result or the story")
+	}
+	return out.String(), err, story
+}
+
+// TestMCPTaskBuiltinResultAndCancel: the built-in fetches a completed
+// task's result with tasks/result and cancels a working one with
+// tasks/cancel, on the session that created the task and with Mcp-Name
+// naming it, against the TypeScript SDK's tasks server. A JSON-RPC error
+// instead of the result is a failed fetch, recorded, nothing handed over.
+func TestMCPTaskBuiltinResultAndCancel(t *testing.T) {
+	for _, mode := range []string{"json", "sse"} {
+		t.Run(mode, func(t *testing.T) {
+			peer := startTaskPeer(t, mode == "sse")
+			run := newPeerRun(t, peer, peerToken)
+
+			op := run.submit(t, "res-"+mode, toolCall(300, "completed"))
+			if final, story := run.wait(t, op.ID); final.Phase != pollwarden.PhaseSucceeded {
+				t.Fatalf("phase %s\n%s", final.Phase, story)
+			}
+			before := peer.counts()
+			got, err, story := run.fetch(t, op.ID)
+			if err != nil {
+				t.Fatalf("fetch: %v\n%s", err, story)
+			}
+			var answer struct {
+				Result struct {
+					Content []struct{ Text string }
+				}
+			}
+			if json.Unmarshal([]byte(got), &answer) != nil || len(answer.Result.Content) != 1 || answer.Result.Content[0].Text != "Completed 300ms delay" {
+				t.Fatalf("fetched %q, want the tool's CallToolResult", got)
+			}
+			after := peer.counts()
+			if after["tasks/result"]-before["tasks/result"] != 1 || after["initialize"] != before["initialize"] {
+				t.Errorf("counts %v → %v: want one tasks/result on the same session", before, after)
+			}
+			if !strings.Contains(story, fmt.Sprintf("result fetched: %d bytes", len(got))) {
+				t.Errorf("story lacks the fetch:\n%s", story)
+			}
+
+			// From a new session the SDK does not know the task: its
+			// JSON-RPC error is a failed fetch, not a result.
+			peer.forgetSessions()
+			if _, err, _ := run.fetch(t, op.ID); err == nil {
+				t.Fatal("a fetch on an ended session succeeded")
+			}
+			got, err, story = run.fetch(t, op.ID)
+			if !errors.Is(err, controller.ErrResultFailed) || !strings.Contains(err.Error(), "answered an error instead of the result") || got != "" {
+				t.Fatalf("fetch from another session: %v, handed over %q", err, got)
+			}
+			if !strings.Contains(story, "result fetch failed: the provider answered an error instead of the result") {
+				t.Errorf("story lacks the failed fetch:\n%s", story)
+			}
+
+			long := run.submit(t, "cancel-"+mode, toolCall(60000, "completed"))
+			cancelled, err := run.ctl.Cancel(context.Background(), run.ex, long.ID, policy.DecisionParams{Actor: pollwarden.Actor{Name: "ann", Role: pollwarden.RoleApprover}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cancelled.Phase != pollwarden.PhaseCancelled || peer.counts()["tasks/cancel"] != 1 {
+				t.Fatalf("phase %s after cancel, %d tasks/cancel; want cancelled by the answer, one call", cancelled.Phase, peer.counts()["tasks/cancel"])
+			}
+			for method, matched := range peer.names() {
+				for i, ok := range matched {
+					if !ok {
+						t.Errorf("%s request %d: Mcp-Name is not the task id", method, i)
+					}
+				}
+			}
+			if n := peer.names(); len(n["tasks/result"]) == 0 || len(n["tasks/cancel"]) == 0 || len(n["tasks/get"]) == 0 {
+				t.Errorf("names seen: %v", n)
+			}
+		})
 	}
 }

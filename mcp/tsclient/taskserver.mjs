@@ -22,7 +22,10 @@ const sse = process.argv.includes('--sse');
 const token = process.env.TASK_SERVER_TOKEN;
 const taskStore = new InMemoryTaskStore();
 const sessions = new Map();
-const counts = { initialize: 0, 'tasks/get': 0, 'tools/call': 0, other: 0 };
+const counts = { initialize: 0, 'tasks/get': 0, 'tasks/result': 0, 'tasks/cancel': 0, 'tools/call': 0, other: 0 };
+// The Mcp-Name header of each request naming a task, and whether it
+// matched params.taskId, by method: what the client sent, for the test.
+const names = {};
 
 function mcpServer() {
   const server = new McpServer({ name: 'pollwarden-task-peer', version: '1.0.0' }, {
@@ -72,12 +75,19 @@ const http = createServer(async (req, res) => {
   // request that arrived, refused or not.
   const body = req.method === 'POST' ? await readJSON(req) : undefined;
   if (body && body.method) counts[body.method in counts ? body.method : 'other']++;
+  if (body && body.params && body.params.taskId) {
+    (names[body.method] ??= []).push(req.headers['mcp-name'] === body.params.taskId);
+  }
   if (req.headers.authorization !== `Bearer ${token}`) {
     res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"error":"unauthorized"}');
     return;
   }
   if (req.url === '/counts') {
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(counts));
+    return;
+  }
+  if (req.url === '/names') {
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(names));
     return;
   }
   if (req.url === '/forget-sessions') {
