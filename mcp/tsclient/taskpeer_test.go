@@ -178,6 +178,7 @@ func TestMCPTaskBuiltinAgainstTypeScriptServer(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"json", "sse"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode has its own peer, store and controller
 			peer := startTaskPeer(t, mode == "sse")
 			run := newPeerRun(t, peer, peerToken)
 
