@@ -99,3 +99,9 @@ type EventData struct {
 	Bytes  int64  `json:"bytes,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 }
+
+// EventContractChanged records that an operation was taken up again
+// under an edited contract of the same name whose change could widen
+// nothing (policy.ContractChange): what changed, old → new, and the
+// limits the operation keeps.
+const EventContractChanged EventKind = "contract_changed"

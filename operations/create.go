@@ -90,6 +90,9 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	switch {
 	case errors.Is(err, pollwarden.ErrNotFound):
 		existing = nil
+		if err := s.earlierOperation(ctx, p, np, ex.Contract()); err != nil {
+			return nil, false, err
+		}
 	case err != nil:
 		return nil, false, err
 	default:
@@ -97,6 +100,9 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 			return nil, false, err
 		} else if done {
 			return existing, false, nil
+		}
+		if err := s.contractChange(ctx, p, existing, ex.Contract()); err != nil {
+			return nil, false, err
 		}
 	}
 	if p.Submit != nil {
