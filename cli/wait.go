@@ -70,7 +70,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if err != nil {
 		return err
 	}
-	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, CreateRequest: operations.CreateRequest{
+	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, Door: "pollwarden wait", CreateRequest: operations.CreateRequest{
 		OperationID: f.opID, Contract: ex.Contract().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
@@ -94,14 +94,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	defer st.Close()
 	o.Controller = env.newController(st)
 	ops := operations.New(o)
-	op, created, err := ops.Create(ctx, p)
+	op, _, err := ops.Create(ctx, p)
 	if err != nil {
 		return env.createError(ctx, st, err, f.contract, f.store)
-	}
-	if !created && op.Phase.Polling() {
-		if err := o.Controller.Resumed(ctx, op.ID, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
-			return err
-		}
 	}
 	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }

@@ -2,7 +2,6 @@ package operations
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 
@@ -28,7 +27,7 @@ func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwa
 	if !ch.Adoptable {
 		return changeRefusal(p, op, ct, ch.Changes, "")
 	}
-	_, err := s.ctl.AdoptContract(ctx, op.ID, ct, p.Caller.whoText())
+	_, err := s.ctl.AdoptContract(ctx, op.ID, ct, p.byText())
 	return err
 }
 
@@ -90,10 +89,11 @@ func sameVars(a, b map[string]string) bool {
 	return maps.Equal(a, b) || len(a) == 0 && len(b) == 0
 }
 
-// whoText names c in a line of the story.
-func (c Caller) whoText() string {
+// who names c in a line of the story: the user of a local process, or
+// the token's holder.
+func (c Caller) who() string {
 	if c.Local {
-		return fmt.Sprintf("a local process (%s)", display.Text(c.Owner))
+		return c.Owner
 	}
 	return c.Name
 }

@@ -123,9 +123,11 @@ func limitChanges(old, now *pollwarden.ContractLimits) (words []string, lowered 
 // took the wait up.
 func AdoptContract(op *pollwarden.Operation, c *pollwarden.Contract, ch ContractChange, now time.Time, by string) (*pollwarden.Operation, pollwarden.Event) {
 	next := op.Clone()
-	next.MaxStatusRequests = min(next.MaxStatusRequests, c.Limits.MaxStatusRequests)
-	next.MaxTransportFailures = min(next.MaxTransportFailures, c.Limits.MaxTransportFailures)
-	next.MaxRateLimited = min(next.MaxRateLimited, c.Limits.MaxRateLimited)
+	// Never below what is already used: a budget spent stays spent, and
+	// "5 of 4" would tell a person nothing.
+	next.MaxStatusRequests = max(min(next.MaxStatusRequests, c.Limits.MaxStatusRequests), next.StatusRequestsUsed)
+	next.MaxTransportFailures = max(min(next.MaxTransportFailures, c.Limits.MaxTransportFailures), next.TransportFailuresUsed)
+	next.MaxRateLimited = max(min(next.MaxRateLimited, c.Limits.MaxRateLimited), next.RateLimitedUsed)
 	if dl := next.StartedAt.Add(c.Limits.Deadline); dl.Before(next.DeadlineAt) {
 		next.DeadlineAt = dl
 	}

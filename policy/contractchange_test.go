@@ -83,9 +83,15 @@ func TestAdoptContract(t *testing.T) {
 		!strings.Contains(ev.Data.Detail, ch.From+" → "+ch.To) || ev.Data.MaxRequests != 8 || ev.Data.RequestsUsed != 5 {
 		t.Fatalf("event %+v", ev)
 	}
+	// A budget already spent past the new limit stays as spent.
+	spent := op.Clone()
+	spent.StatusRequestsUsed = 10
+	if next, _ := AdoptContract(spent, c, ch, t0, "x"); next.MaxStatusRequests != 10 {
+		t.Fatalf("spent budget: max %d, want 10", next.MaxStatusRequests)
+	}
 	// An operation whose own limit is already lower keeps it.
 	low := op.Clone()
-	low.MaxStatusRequests = 4
+	low.MaxStatusRequests, low.StatusRequestsUsed = 4, 2
 	if next, _ := AdoptContract(low, c, ch, t0, "x"); next.MaxStatusRequests != 4 {
 		t.Fatalf("own lower limit raised to %d", next.MaxStatusRequests)
 	}
