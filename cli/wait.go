@@ -36,6 +36,9 @@ func waitCmd(env Env) *cobra.Command {
 --operation-id names one that exists) and polls the job's status until an
 outcome. Without --operation-id the id is derived from the contract and the
 job, so running the same command again resumes instead of starting over.
+An edited contract file never starts a fresh budget: an unfinished operation
+on the job takes up an edit that only lowers limits, and any other edit is
+refused (exit 2) with what changed and the commands to choose.
 
 Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 20 deadline_exceeded · 21 request_budget_exhausted · 22 rate_limited ·
