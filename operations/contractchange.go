@@ -41,13 +41,19 @@ func (s *Service) earlierOperation(ctx context.Context, p CreateParams, np polic
 	if p.OperationID != "" || p.Submit != nil || np.ProviderJobID == "" {
 		return nil
 	}
-	lp := pollwarden.ListParams{Contract: ct.Name, ProviderJobID: np.ProviderJobID, Limit: 20}
-	if !p.Caller.Local {
-		lp.Owner = p.Caller.owner()
-	}
-	ops, err := s.store.OperationList(ctx, lp)
-	if err != nil {
-		return err
+	// Phase by phase, so that finished operations of the job, however
+	// many, never push an unfinished one out of a page.
+	var ops []*pollwarden.Operation
+	for _, ph := range []pollwarden.Phase{pollwarden.PhaseWaiting, pollwarden.PhaseEscalated, pollwarden.PhaseCancelling} {
+		lp := pollwarden.ListParams{Phase: ph, Contract: ct.Name, ProviderJobID: np.ProviderJobID, Limit: 20}
+		if !p.Caller.Local {
+			lp.Owner = p.Caller.owner()
+		}
+		page, err := s.store.OperationList(ctx, lp)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, page...)
 	}
 	fp := policy.FingerprintVars(ct, np.ProviderJobID, np.StatusURL, credentialRef(ct), np.Vars)
 	for _, op := range ops {
