@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/policy"
@@ -24,7 +25,7 @@ func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarde
 		return op, nil
 	}
 	if !ch.Adoptable {
-		return nil, fmt.Errorf("%w: contract %s changed in a way that could widen the operation: %v", pollwarden.ErrInvalid, ct.Name, ch.Changes)
+		return nil, fmt.Errorf("%w: contract %s changed in a way that could widen the operation: %s", pollwarden.ErrInvalid, ct.Name, strings.Join(ch.Changes, ", "))
 	}
 	now := c.clock.Now()
 	next, ev := policy.AdoptContract(op, ct, ch, now, by)

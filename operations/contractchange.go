@@ -2,6 +2,7 @@ package operations
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
 
@@ -28,6 +29,10 @@ func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwa
 		return changeRefusal(p, op, ct, ch.Changes, "")
 	}
 	_, err := s.ctl.AdoptContract(ctx, op.ID, ct, p.byText())
+	if errors.Is(err, pollwarden.ErrLeaseHeld) || errors.Is(err, pollwarden.ErrConflict) {
+		return refuse(Conflict, "operation_id", "operation %s is being polled by another process right now, so the edited contract %s cannot be taken up; try again in a moment. Nothing was sent and the record is unchanged.",
+			display.Value(op.ID), display.Value(ct.Name))
+	}
 	return err
 }
 
