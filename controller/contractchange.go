@@ -35,3 +35,22 @@ func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarde
 	c.changed(next, []pollwarden.Event{ev})
 	return next, nil
 }
+
+// StepChangedContract is the daemon's step of a waiting operation whose
+// contract, as loaded now, differs from the one it was created under in
+// a way that could widen it (ch, not adoptable): once due it is escalated
+// saying what changed (policy.EscalateChangedContract), without a lease
+// and without sending anything, rather than polled under a file it was
+// not created under. op may be a stale copy, as for StepWithoutContract.
+func (c *Controller) StepChangedContract(ctx context.Context, op *pollwarden.Operation, ch policy.ContractChange) (StepResult, error) {
+	now := c.clock.Now()
+	if op.Phase != pollwarden.PhaseWaiting {
+		return StepResult{Op: op}, nil
+	}
+	if now.Before(op.NextPollAt) && now.Before(op.DeadlineAt) {
+		return StepResult{Op: op, Until: op.NextPollAt}, nil
+	}
+	next := op.Clone()
+	events := policy.EscalateChangedContract(next, ch, now)
+	return c.saveUnleased(ctx, policy.GateResult{Verdict: policy.Stop, Op: next, Events: events}, now)
+}

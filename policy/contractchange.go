@@ -60,7 +60,16 @@ func CompareContract(op *pollwarden.Operation, c *pollwarden.Contract) ContractC
 	if op.ContractDigest == nil {
 		return ContractChange{}
 	}
-	now := ContractDigest(c)
+	return CompareDigests(op, c, ContractDigest(c))
+}
+
+// CompareDigests is CompareContract with c's digests (ContractDigest)
+// computed once by a caller that compares many operations with one
+// contract (the daemon's scheduler).
+func CompareDigests(op *pollwarden.Operation, c *pollwarden.Contract, now map[string]string) ContractChange {
+	if op.ContractDigest == nil || maps.Equal(op.ContractDigest, now) {
+		return ContractChange{}
+	}
 	ch := ContractChange{Adoptable: true, From: digestText(op.ContractDigest), To: digestText(now)}
 	for _, name := range slices.Sorted(maps.Keys(now)) {
 		if op.ContractDigest[name] == now[name] {
