@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/policy"
@@ -43,14 +44,7 @@ func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarde
 // and without sending anything, rather than polled under a file it was
 // not created under. op may be a stale copy, as for StepWithoutContract.
 func (c *Controller) StepChangedContract(ctx context.Context, op *pollwarden.Operation, ch policy.ContractChange) (StepResult, error) {
-	now := c.clock.Now()
-	if op.Phase != pollwarden.PhaseWaiting {
-		return StepResult{Op: op}, nil
-	}
-	if now.Before(op.NextPollAt) && now.Before(op.DeadlineAt) {
-		return StepResult{Op: op, Until: op.NextPollAt}, nil
-	}
-	next := op.Clone()
-	events := policy.EscalateChangedContract(next, ch, now)
-	return c.saveUnleased(ctx, policy.GateResult{Verdict: policy.Stop, Op: next, Events: events}, now)
+	return c.escalateUnpolled(ctx, op, func(next *pollwarden.Operation, now time.Time) []pollwarden.Event {
+		return policy.EscalateChangedContract(next, ch, now)
+	})
 }
