@@ -113,6 +113,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		op.Fingerprint = SubmitFingerprint(c, p.Submission.BodySHA256, op.CredentialName, op.Vars)
 	}
 	op.ContractDigest = ContractDigest(c)
+	op.ContractLimits = KeptLimits(c)
 	dl := op.DeadlineAt
 	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)
 	if len(op.Vars) > 0 {

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +124,11 @@ type Scheduler struct {
 	poke    chan struct{}
 	woken   atomic.Bool
 	running atomic.Bool
+
+	// digests holds each loaded contract's section digests (by its
+	// *pollwarden.Contract, which a reload replaces), computed once, to
+	// tell an operation created under another version of the file.
+	digests sync.Map
 
 	mu       sync.Mutex
 	inflight map[string]struct{}
@@ -333,6 +339,16 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwa
 		// Wall-clock difference, like the due times themselves.
 		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
 	}
+	op, changed := s.contractChanged(ctx, ex, op)
+	if changed != nil {
+		res, err := s.ctl.StepChangedContract(ctx, op, *changed)
+		if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
+			s.log.Warn("operation escalated: its contract was edited since it was created", "operation", op.ID,
+				"contract", op.Contract, "changes", strings.Join(changed.Changes, ", "))
+		}
+		s.stepEnded(ctx, op, res, err, s.clock.Now())
+		return
+	}
 	res, err := s.ctl.StepFromUp(ctx, ex, op, up)
 	now := s.clock.Now()
 	if err == nil && res.Op != nil {
@@ -393,4 +409,32 @@ func (s *Scheduler) logStepError(ctx context.Context, op *pollwarden.Operation, 
 	default:
 		s.log.Error("step failed; retrying later", "operation", op.ID, "contract", op.Contract, "error", err)
 	}
+}
+
+// contractChanged compares op with its contract as loaded now (a reload
+// may have brought an edited file): an edit that only lowers limits is
+// taken up (controller.AdoptContract) and op returned as adopted; any
+// other is returned, for the operation to be escalated rather than
+// polled under a file it was not created under.
+func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, *policy.ContractChange) {
+	ct := ex.Contract()
+	d, ok := s.digests.Load(ct)
+	if !ok {
+		d, _ = s.digests.LoadOrStore(ct, policy.ContractDigest(ct))
+	}
+	ch := policy.CompareDigests(op, ct, d.(map[string]string))
+	switch {
+	case !ch.Changed():
+		return op, nil
+	case !ch.Adoptable:
+		return op, &ch
+	}
+	next, err := s.ctl.AdoptContract(ctx, op.ID, ct, "the daemon, after its contracts were reloaded")
+	if err != nil {
+		// Polled under the stored, higher limits meanwhile: the edit only
+		// lowers them, so nothing is widened; the next step tries again.
+		s.log.Info("edited contract not taken up yet", "operation", op.ID, "contract", op.Contract, "err", err)
+		return op, nil
+	}
+	return next, nil
 }
