@@ -84,7 +84,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 	var reservation []pollwarden.Event
 	reserved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
-		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
 			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
 				return nil, nil

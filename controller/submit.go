@@ -70,7 +70,7 @@ func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor
 		send := false
 		saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 			OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
-			Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+			Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 				events, send = nil, false
 				if !fresh.Phase.Submitting() || fresh.Submission == nil {
 					return nil, nil

@@ -66,14 +66,14 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 	return nil
 }
 
-// OperationClaim takes the lease and saves the reservation p.Reserve makes
+// OperationClaim takes the lease and saves the change p.Change makes
 // on the record read under it, in one write transaction that first locks
 // the operation's row (see pollwarden.Store). Whether the lease is free,
 // and when the new one expires, is decided on the lease clock read after
-// the row lock (see Dialect.LeaseNow); p.Reserve still decides with the
-// caller's own time whether a request is due. With p.Have, Reserve runs on
+// the row lock (see Dialect.LeaseNow); p.Change still decides with the
+// caller's own time whether a request is due. With p.Have, Change runs on
 // it before the transaction, which keeps that answer if the stored version
-// is still Have's; otherwise, and without Have, Reserve runs under the
+// is still Have's; otherwise, and without Have, Change runs under the
 // write lock (again if the transaction is retried): the write lock is the
 // bottleneck, so everything but the checks and the writes is done before.
 func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
@@ -110,13 +110,13 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 			var args []any
 			var err error
 			if pre != nil && version == preRead.Version {
-				// The stored record is the caller's copy: its reservation stands.
+				// The stored record is the caller's copy: its change stands.
 				read, cl, args = preRead, *pre, preArgs
 			} else {
 				if read, err = decodeRecord(version, rec); err != nil {
 					return nil, nil, err
 				}
-				if cl, err = reserveOn(s.sealer, read, p); err != nil || cl.Op == nil {
+				if cl, err = applyChange(s.sealer, read, p); err != nil || cl.Op == nil {
 					return nil, nil, err
 				}
 				if args, err = recordArgs(cl.Op); err != nil {
