@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -96,9 +95,11 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	var cs Chain
 	var rec string
 	var version int64
+	var stored storedIndexed
+	dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, stored.dest()...)
 	err = s.writeGrouped(ctx, rowWrite{
 		opID: p.OperationID, query: s.q.claim, caller: p.Now, chain: &cs,
-		dest: append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...),
+		dest: append(dest, s.chainDest(&cs)...),
 		decide: func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
 			if !found {
 				return nil, nil, s.lockedByAnother(ctx, tx, p.OperationID)
@@ -130,8 +131,9 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 				return nil, nil, err
 			}
 			l := cl.Lease
-			args = append(slices.Clip(args), l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
-			return &Stmt{s.q.updateClaim, args}, cl.Prepared, nil
+			sql, set := s.q.up.stmt(updateClaim, &stored, args)
+			set = append(set, l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
+			return &Stmt{sql, set}, cl.Prepared, nil
 		},
 	})
 	if err != nil {
