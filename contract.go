@@ -92,6 +92,10 @@ type StatusCall struct {
 	// Conditional is "etag" when the contract asks for conditional status
 	// requests: If-None-Match with the last ETag, a 304 meaning unchanged.
 	Conditional string `json:",omitempty"`
+	// PropagateTrace sends the W3C traceparent of the status request's
+	// span to the provider (status.propagate_trace); off by default, as a
+	// provider need not learn how its caller's traces are laid out.
+	PropagateTrace bool `json:",omitempty"`
 	// UnsafeMethod is set when the contract explicitly declares that its
 	// status call is not a safe method; then every call needs approval (R16).
 	UnsafeMethod bool
@@ -106,6 +110,27 @@ type StatusCall struct {
 	// CAFile is a file: reference to PEM certificates trusted for this
 	// contract's requests alone, instead of the system pool; "" for none.
 	CAFile string
+	// Session, when set, is a handshake the provider needs before any
+	// request (an MCP initialize): its answer's session header is sent
+	// on every later request of the contract.
+	Session *SessionSpec `json:",omitempty"`
+}
+
+// SessionSpec is a provider's session handshake: one request (and an
+// optional notification) whose answer carries a session id in a header,
+// kept in memory and sent back on every request of the contract until
+// the provider answers 404 to it, the documented end of a session.
+type SessionSpec struct {
+	URL    string
+	Method string
+	// Body is the handshake's JSON text; Notify, when set, is a second
+	// request sent once the session id is known (MCP's
+	// notifications/initialized).
+	Body   string
+	Notify string `json:",omitempty"`
+	// Header names the answer's header that holds the session id, sent
+	// back under the same name.
+	Header string
 }
 
 // Credential kinds besides a static header secret (Kind "").
@@ -138,6 +163,17 @@ type Credential struct {
 	// AccessKeyID and SessionToken are env:/file: references; the
 	// session token is optional.
 	AccessKeyID, SessionToken string
+	// ApproveEachCall marks a credential whose status API is privileged
+	// (it reveals sensitive job metadata): every status call under it,
+	// even a GET, waits for an approver's approval of that one call.
+	ApproveEachCall bool `json:",omitempty"`
+}
+
+// EachCallNeedsApproval reports whether every status request of s waits
+// for an approver's approval of that one call: an undeclared unsafe method
+// (R16), or a credential the contract marks approve_each_call.
+func (s StatusCall) EachCallNeedsApproval() bool {
+	return s.UnsafeMethod || s.Credential != nil && s.Credential.ApproveEachCall
 }
 
 // StateTable classifies the provider's state values (R2).
@@ -200,6 +236,11 @@ type HintPaths struct {
 	PollAfterUnit    HintUnit
 	NextCheckAtUnit  HintUnit
 	JobExpiresAtUnit HintUnit
+	// JobExpiresAfter, when set, makes the expiry relative: the time at
+	// JobExpiresAt plus the delay at this path (MCP's createdAt + ttl), in
+	// JobExpiresAfterUnit; a null delay means the job never expires.
+	JobExpiresAfter     string   `json:",omitempty"`
+	JobExpiresAfterUnit HintUnit `json:",omitempty"`
 }
 
 // HintUnit is how a provider writes a delay or a time.

@@ -21,7 +21,20 @@ const (
 	binary     = module + "/cmd/pollwarden"
 	mcpPkg     = module + "/mcp"
 	httpapiPkg = module + "/httpapi"
+	ctlPkg     = module + "/controller"
+	proberPkg  = module + "/prober"
+	tracingPkg = module + "/tracing"
+	otel       = "go.opentelemetry.io/"
 )
+
+// otelSDK is the part of OpenTelemetry that only package tracing (and
+// the binary through it) may link: the SDK and the exporters. The
+// controller and the prober trace with the API alone.
+var otelSDK = []string{"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"}
+
+func isOtelSDK(path string) bool {
+	return slices.ContainsFunc(otelSDK, func(p string) bool { return strings.HasPrefix(path, p) })
+}
 
 // policyMayNotImport is what the decision core must not touch: files,
 // sockets, HTTP and databases are read at the edge and reach it as
@@ -70,11 +83,12 @@ func goList(t *testing.T, tags string, patterns ...string) map[string]listed {
 }
 
 // TestDependencies: the root package links only the standard library;
-// policy touches no files, sockets, HTTP or databases; the pollwarden
-// binary links neither the testing package, the plotting library nor
-// River; the MCP door does not depend on the HTTP API.
+// policy touches no files, sockets, HTTP or databases, and no
+// OpenTelemetry; only package tracing links the OpenTelemetry SDK; the
+// pollwarden binary links neither the testing package, the plotting
+// library nor River; the MCP door does not depend on the HTTP API.
 func TestDependencies(t *testing.T) {
-	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi")
+	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi", "./controller", "./prober", "./tracing")
 	get := func(path string) listed {
 		p, ok := pkgs[path]
 		if !ok || len(p.Deps) == 0 {
@@ -98,7 +112,7 @@ func TestDependencies(t *testing.T) {
 			if strings.HasPrefix(d, module) {
 				ours = append(ours, d)
 			}
-			if slices.Contains(policyMayNotLink, d) {
+			if slices.Contains(policyMayNotLink, d) || strings.HasPrefix(d, otel) {
 				t.Errorf("policy links %s", d)
 			}
 		}
@@ -128,9 +142,23 @@ func TestDependencies(t *testing.T) {
 		}
 	})
 
+	t.Run("only tracing links the OpenTelemetry SDK and exporters", func(t *testing.T) {
+		for _, p := range []string{ctlPkg, proberPkg, mcpPkg, httpapiPkg} {
+			for _, d := range get(p).Deps {
+				if isOtelSDK(d) {
+					t.Errorf("%s links %s", p, d)
+				}
+			}
+		}
+	})
+
 	// The checks above pass on an empty answer too; this one shows that
 	// go list's answer holds what they look for.
 	t.Run("the checker sees a known import", func(t *testing.T) {
+		if !slices.Contains(get(tracingPkg).Deps, "go.opentelemetry.io/otel/sdk/trace") ||
+			!slices.Contains(get(ctlPkg).Deps, "go.opentelemetry.io/otel/trace") {
+			t.Error("go list's answer lacks OpenTelemetry imports that exist: the tracing check would see nothing")
+		}
 		if !slices.Contains(get(httpapiPkg).Imports, "net/http") || !slices.Contains(get(binary).Deps, policyPkg) {
 			t.Error("go list's answer lacks imports that exist: the checks above would see nothing")
 		}

@@ -10,8 +10,12 @@ type EventKind string
 
 // The event kinds.
 const (
-	EventSubmitted          EventKind = "submitted"
-	EventResumed            EventKind = "resumed"
+	EventSubmitted EventKind = "submitted"
+	EventResumed   EventKind = "resumed"
+	// EventInterrupted records that the process waiting in the foreground
+	// was stopped (Ctrl-C, SIGTERM) and nothing polls the operation until
+	// it is resumed.
+	EventInterrupted        EventKind = "interrupted"
 	EventNextCheckScheduled EventKind = "next_check_scheduled"
 	EventRequestSent        EventKind = "status_request_sent"
 	EventResponseReceived   EventKind = "response_received"

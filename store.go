@@ -160,3 +160,30 @@ type LeaseParams struct {
 	Now time.Time
 	TTL time.Duration
 }
+
+// Pruner is a Store that can remove finished operations' records while
+// keeping the audit chain verifiable: each pruned event keeps its place,
+// kind, time and hashes, and only its payload is dropped (docs/audit.md,
+// "Pruning"). Both SQL drivers implement it.
+type Pruner interface {
+	// OperationPrune removes the records of the operations that finished
+	// (succeeded, failed, cancelled or expired) before p.FinishedBefore,
+	// each with its events' payloads, in transactions of a bounded size.
+	// A waiting, submitting, escalated or cancelling operation is never
+	// pruned. A pruned operation's id may be used again: its new events
+	// follow the pruned ones in its seq.
+	OperationPrune(ctx context.Context, p PruneParams) (PruneResult, error)
+}
+
+// PruneParams is the input of OperationPrune.
+type PruneParams struct {
+	FinishedBefore time.Time
+	// DryRun counts what would be pruned and changes nothing.
+	DryRun bool
+}
+
+// PruneResult says what OperationPrune removed (or, with DryRun, would).
+type PruneResult struct {
+	Operations int64
+	Events     int64
+}

@@ -32,7 +32,8 @@ type SubmitSpec struct {
 	URL     string
 	Method  string
 	Headers map[string]string
-	// JobIDPath is a JMESPath to the job id in the answer's body.
+	// JobIDPath is a JMESPath to the job id in the answer's body; "" only
+	// with a StatusLocation, which then names the job by itself.
 	JobIDPath string
 	// StatusLocation is "header:NAME" or "body:JMESPATH"; "" means the
 	// status URL is status.url with the job id.

@@ -184,6 +184,9 @@ func SealPayload(s Sealer, e pollwarden.Event) ([]byte, error) {
 // another key and ErrUnsealable when it was altered; errors name the event.
 func OpenPayload(s Sealer, e pollwarden.Event) (pollwarden.EventData, error) {
 	var d pollwarden.EventData
+	if Pruned(e) {
+		return d, nil
+	}
 	plain := e.Payload
 	if id, sealed := SealedKeyID(e.Payload); sealed {
 		if s == nil {

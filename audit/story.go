@@ -93,7 +93,10 @@ func (t *Teller) Tell(events []pollwarden.Event) []Told {
 	for i := 0; i < len(events); {
 		e := events[i]
 		stamp := t.Stamp(e.At)
-		text, last := t.poll(events, i)
+		text, last := t.prunedRun(events, i)
+		if last < i {
+			text, last = t.poll(events, i)
+		}
 		if last < i {
 			text, last = t.line(e), i
 		}
@@ -181,7 +184,9 @@ func (t *Teller) line(e pollwarden.Event) string {
 	case pollwarden.EventSubmissionAnswered:
 		return "submission answered: " + display.Text(d.Detail)
 	case pollwarden.EventResumed:
-		return "resumed by " + display.Text(d.Detail)
+		return fmt.Sprintf("resumed by %s, %d of %d status requests already used", display.Text(d.Detail), d.RequestsUsed, d.MaxRequests)
+	case pollwarden.EventInterrupted:
+		return fmt.Sprintf("interrupted: %s stopped waiting; nothing polls it until it is resumed", display.Text(d.Detail))
 	case pollwarden.EventRequestSent:
 		return fmt.Sprintf("status request %d of %d sent%s", d.RequestsUsed, d.MaxRequests, t.deadlineChange(d.DeadlineAt))
 	case pollwarden.EventResponseReceived:

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 )
 
@@ -39,13 +40,13 @@ func mustRun(t *testing.T, want int, getenv map[string]string, args ...string) (
 }
 
 // demoStore runs the fixed demo into a new directory and returns it; the
-// store is dir/demo.db (52 events of 6 operations), the contract
+// store is dir/demo.db (115 events of 13 operations), the contract
 // dir/demo-export.yaml.
 func demoStore(t *testing.T, sealer audit.Sealer) string {
 	t.Helper()
 	dir := t.TempDir()
 	env := Env{Stdout: io.Discard, Stderr: io.Discard}
-	_, err := env.demo(t.Context(), demoOptions{dir: dir, clock: &fakeClock{now: demoStart},
+	_, err := env.demo(t.Context(), demoOptions{dir: dir, clock: pollwarden.NewJumpClock(demoStart),
 		rand: rand.New(rand.NewPCG(1, 2)), loc: time.UTC, sealer: sealer})
 	if err != nil {
 		t.Fatal(err)
@@ -74,16 +75,16 @@ func TestAuditVerifyHeadShow(t *testing.T) {
 	dir := demoStore(t, nil)
 	db := filepath.Join(dir, "demo.db")
 	out, _ := mustRun(t, 0, nil, "audit", "verify", "--store", db)
-	if !strings.HasPrefix(out, "ok: 6 operations, 52 events, the chain is intact; head ") {
+	if !strings.HasPrefix(out, "ok: 13 operations, 115 events, the chain is intact; head ") {
 		t.Fatalf("verify: %s", out)
 	}
 	head, _ := mustRun(t, 0, nil, "audit", "head", "--store", db)
 	head = strings.TrimSpace(head)
-	if len(head) != 64 || !strings.Contains(out, head+" at pos 52") {
+	if len(head) != 64 || !strings.Contains(out, head+" at pos 115") {
 		t.Fatalf("head %q, verify said %s", head, out)
 	}
 	js, _ := mustRun(t, 0, nil, "audit", "head", "--store", db, "--json")
-	if js != `{"pos":52,"hash":"`+head+`"}`+"\n" {
+	if js != `{"pos":115,"hash":"`+head+`"}`+"\n" {
 		t.Fatalf("head --json: %s", js)
 	}
 	mustRun(t, 0, nil, "audit", "verify", "--store", db, "--head", head)
@@ -151,18 +152,18 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	mustRun(t, 2, nil, "audit", "keygen", "--kind", "anchor", "--out", key) // never overwrites
 	mustRun(t, 2, nil, "audit", "anchor", "--store", db)                    // --key required
 
-	// An older copy of the store (52 events), then more events and an
+	// An older copy of the store (115 events), then more events and an
 	// anchor of the newer head.
 	old := filepath.Join(dir, "old.db")
 	copyStore(t, db, old)
 	appendEvents(t, db)
 	anchor := filepath.Join(dir, "anchor.json")
 	out, _ = mustRun(t, 0, nil, "audit", "anchor", "--store", db, "--key", key, "--out", anchor)
-	if !strings.Contains(out, "anchored pos 53") {
+	if !strings.Contains(out, "anchored pos 116") {
 		t.Fatalf("anchor: %s", out)
 	}
 	out, _ = mustRun(t, 0, nil, "audit", "verify", "--store", db, "--anchor", anchor, "--public-key", key+".pub")
-	if !strings.Contains(out, "ok: anchor "+anchor+" (pos 53") {
+	if !strings.Contains(out, "ok: anchor "+anchor+" (pos 116") {
 		t.Fatalf("verify --anchor: %s", out)
 	}
 	head, _ := mustRun(t, 0, nil, "audit", "head", "--store", db)
@@ -170,13 +171,13 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	// Truncate the tail: intact without --head, caught with it.
 	cut := filepath.Join(dir, "cut.db")
 	copyStore(t, db, cut)
-	tamper(t, cut, "DELETE FROM events WHERE pos > 50")
+	tamper(t, cut, "DELETE FROM events WHERE pos > 113")
 	out, _ = mustRun(t, 0, nil, "audit", "verify", "--store", cut)
-	if !strings.Contains(out, "50 events") {
+	if !strings.Contains(out, "113 events") {
 		t.Fatalf("verify of a cut store without --head: %s", out)
 	}
 	_, errs := mustRun(t, 1, nil, "audit", "verify", "--store", cut, "--head", strings.TrimSpace(head))
-	if !strings.Contains(errs, "event pos 50 (operation demo-6-exp_flaky seq 6): head not found") {
+	if !strings.Contains(errs, "event pos 113 (operation demo-submit-report seq 9): head not found") {
 		t.Fatalf("verify --head of a cut store: %s", errs)
 	}
 	_, errs = mustRun(t, 1, nil, "audit", "verify", "--store", cut, "--anchor", anchor)
@@ -190,7 +191,7 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	copyStore(t, old, db)
 	mustRun(t, 0, nil, "audit", "verify", "--store", db)
 	_, errs = mustRun(t, 1, nil, "audit", "verify", "--store", db, "--anchor", anchor)
-	if !strings.Contains(errs, "covers pos 53 but the store ends at pos 52") {
+	if !strings.Contains(errs, "covers pos 116 but the store ends at pos 115") {
 		t.Fatalf("verify --anchor of a rolled-back store: %s", errs)
 	}
 
@@ -203,7 +204,7 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	}
 	b, _ := os.ReadFile(anchor)
 	altered := filepath.Join(dir, "altered.json")
-	os.WriteFile(altered, bytes.Replace(b, []byte(`"pos": 53`), []byte(`"pos": 52`), 1), 0o644)
+	os.WriteFile(altered, bytes.Replace(b, []byte(`"pos": 116`), []byte(`"pos": 115`), 1), 0o644)
 	_, errs = mustRun(t, 1, nil, "audit", "verify", "--store", db, "--anchor", altered)
 	if !strings.Contains(errs, "signature is invalid") {
 		t.Fatalf("altered anchor: %s", errs)
@@ -222,11 +223,11 @@ func copyStore(t *testing.T, from, to string) {
 	}
 }
 
-// appendEvents records one decision on the demo's escalated budget case:
+// appendEvents records one decision on the demo's escalated deadline case:
 // one more event.
 func appendEvents(t *testing.T, db string) {
 	t.Helper()
-	mustRun(t, 0, nil, "decide", "demo-4-exp_slow", "abandon", "--by", "alice", "--store", db,
+	mustRun(t, 0, nil, "decide", "demo-6-exp_late", "abandon", "--by", "alice", "--store", db,
 		"--contract", filepath.Join(filepath.Dir(db), "demo-export.yaml"))
 }
 
@@ -245,7 +246,7 @@ func TestAuditSealed(t *testing.T) {
 
 	// Verify and head need no key.
 	out, _ = mustRun(t, 0, nil, "audit", "verify", "--store", db)
-	if !strings.Contains(out, "52 events") {
+	if !strings.Contains(out, "115 events") {
 		t.Fatalf("verify: %s", out)
 	}
 	head, _ := mustRun(t, 0, nil, "audit", "head", "--store", db)
@@ -261,15 +262,15 @@ func TestAuditSealed(t *testing.T) {
 	}
 	mustRun(t, 2, nil, "audit", "export", "--store", db)
 	out, _ = mustRun(t, 0, map[string]string{"POLLWARDEN_AUDIT_KEY_FILE": key}, "audit", "show", "demo-1-exp_success", "--store", db)
-	golden, _ := os.ReadFile(filepath.Join("testdata", "golden", "demo-1-exp_success.story"))
-	if want := string(golden[bytes.IndexByte(golden, '\n')+1:]); out != want {
+	plain := filepath.Join(demoStore(t, nil), "demo.db")
+	if want, _ := mustRun(t, 0, nil, "audit", "show", "demo-1-exp_success", "--store", plain); out != want {
 		t.Fatalf("sealed show:\n%s\nwant\n%s", out, want)
 	}
 
 	// Writing with a missing or wrong key is refused before anything is
 	// written.
 	for _, extra := range [][]string{nil, {"--audit-key", wrong}} {
-		args := append([]string{"decide", "demo-4-exp_slow", "abandon", "--by", "alice", "--store", db, "--contract", contractFile}, extra...)
+		args := append([]string{"decide", "demo-6-exp_late", "abandon", "--by", "alice", "--store", db, "--contract", contractFile}, extra...)
 		_, errs := mustRun(t, 2, nil, args...)
 		if !strings.Contains(errs, "nothing was written") {
 			t.Fatalf("decide %v: %s", extra, errs)
@@ -281,7 +282,7 @@ func TestAuditSealed(t *testing.T) {
 
 	// With the key: the note is recorded, sealed, and nowhere in the file.
 	const note = "zq-distinctive-note-5b2e"
-	mustRun(t, 0, nil, "decide", "demo-4-exp_slow", "abandon", "--by", "alice", "--note", note, "--store", db,
+	mustRun(t, 0, nil, "decide", "demo-6-exp_late", "abandon", "--by", "alice", "--note", note, "--store", db,
 		"--contract", contractFile, "--audit-key", key)
 	for _, p := range []string{db, db + "-wal"} {
 		b, err := os.ReadFile(p)
@@ -292,7 +293,7 @@ func TestAuditSealed(t *testing.T) {
 			t.Fatalf("the sealed note is in plain text in %s", p)
 		}
 	}
-	out, _ = mustRun(t, 0, nil, "audit", "show", "demo-4-exp_slow", "--store", db, "--audit-key", key)
+	out, _ = mustRun(t, 0, nil, "audit", "show", "demo-6-exp_late", "--store", db, "--audit-key", key)
 	if !strings.Contains(out, "alice (approver) decided abandon") || !strings.Contains(out, note) {
 		t.Fatalf("show after decide: %s", out)
 	}
@@ -328,15 +329,15 @@ func TestAuditSealed(t *testing.T) {
 		}
 		prev = h
 	}
-	if n != 53 {
-		t.Fatalf("%d lines exported, want 53", n)
+	if n != 116 {
+		t.Fatalf("%d lines exported, want 116", n)
 	}
 	if st, _ := os.Stat(exp); st.Mode().Perm() != 0o600 {
 		t.Fatalf("export file mode %v", st.Mode())
 	}
-	out, _ = mustRun(t, 0, nil, "audit", "export", "--store", db, "--audit-key", key, "--after", "50", "--operation", "demo-4-exp_slow")
-	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `"pos":53`) || !strings.Contains(out, note) {
-		t.Fatalf("export --after 50 --operation: %s", out)
+	out, _ = mustRun(t, 0, nil, "audit", "export", "--store", db, "--audit-key", key, "--after", "113", "--operation", "demo-6-exp_late")
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `"pos":116`) || !strings.Contains(out, note) {
+		t.Fatalf("export --after 113 --operation: %s", out)
 	}
 
 	// A sealed payload altered in the file no longer opens: show marks it
@@ -357,8 +358,8 @@ func TestAuditSealed(t *testing.T) {
 	mustRun(t, 1, nil, "audit", "verify", "--store", db)
 
 	// A plain store refuses to start sealing.
-	plain := filepath.Join(demoStore(t, nil), "demo.db")
-	_, errs = mustRun(t, 2, nil, "decide", "demo-4-exp_slow", "abandon", "--by", "alice", "--store", plain,
+	plain = filepath.Join(demoStore(t, nil), "demo.db")
+	_, errs = mustRun(t, 2, nil, "decide", "demo-6-exp_late", "abandon", "--by", "alice", "--store", plain,
 		"--contract", contractFile, "--audit-key", key)
 	if !strings.Contains(errs, "cannot start sealing") {
 		t.Fatalf("key on a plain store: %s", errs)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
@@ -59,8 +60,10 @@ prints the rest, and exits 1. A sealed store needs its --audit-key.`,
 				return err
 			}
 			defer st.Close()
-			if _, err := st.OperationGet(ctx, args[0]); err != nil {
-				return usage(err)
+			// A pruned operation has no record but keeps its trail.
+			_, getErr := operations.NewReader(st).Get(ctx, env.localCaller(), args[0])
+			if getErr != nil && operations.KindOf(getErr) != operations.NotFound {
+				return usage(getErr)
 			}
 			var events []pollwarden.Event
 			for after := int64(0); ; {
@@ -73,6 +76,10 @@ prints the rest, and exits 1. A sealed store needs its --audit-key.`,
 				}
 				events = append(events, page...)
 				after = page[len(page)-1].Pos
+			}
+			if getErr != nil && len(events) == 0 {
+				// No record and no trail; a pruned operation has its trail.
+				return usage(getErr)
 			}
 			unreadable := map[int]error{}
 			for i := range events {

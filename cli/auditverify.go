@@ -69,8 +69,12 @@ operation, seq, pos, and why) or an anchor's signature is invalid ·
 				}
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "ok: %d operations, %d events, the chain is intact; head %s at pos %d\n",
-				v.Operations(), v.Pos(), v.Hash(), v.Pos())
+			pruned := ""
+			if v.Pruned() > 0 {
+				pruned = fmt.Sprintf(" (%d pruned: payload dropped, hash kept)", v.Pruned())
+			}
+			fmt.Fprintf(env.Stdout, "ok: %d operations, %d events%s, the chain is intact; head %s at pos %d\n",
+				v.Operations(), v.Pos(), pruned, v.Hash(), v.Pos())
 			if head != "" {
 				fmt.Fprintf(env.Stdout, "ok: the known head is the event at pos %d\n", v.HeadPos())
 			}
@@ -164,7 +168,7 @@ rewritten with recomputed hashes. A broken chain is not anchored (exit 1).`,
 			if v.Pos() == 0 {
 				return usage(errors.New("the store holds no events; there is nothing to anchor"))
 			}
-			an := audit.SignAnchor(key, v.Pos(), v.Hash(), time.Now())
+			an := audit.SignAnchor(key, v.Pos(), v.Hash(), env.clock().Now())
 			b, err := json.MarshalIndent(an, "", "  ")
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
@@ -169,7 +170,7 @@ func (env Env) storedOperations(c *cobra.Command) []*pollwarden.Operation {
 		return nil
 	}
 	defer st.Close()
-	ops, err := st.OperationList(ctx, pollwarden.ListParams{Limit: 500})
+	ops, err := operations.NewReader(st).List(ctx, operations.ListParams{Caller: env.localCaller(), Limit: "500"})
 	if err != nil {
 		return nil
 	}

@@ -89,7 +89,7 @@ Exit 0 whenever the answer was understood, whatever the outcome.`,
 			if status < 100 || status > 599 {
 				return usage(fmt.Errorf("--status %d: want an HTTP status code (100 to 599)", status))
 			}
-			rep, err := judge(ex, status, h, body, time.Now())
+			rep, err := judge(ex, status, h, body, env.clock().Now())
 			if err != nil {
 				return usage(err)
 			}

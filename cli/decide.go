@@ -37,7 +37,7 @@ differs.`,
 				return err
 			}
 			defer st.Close()
-			op, err := st.OperationGet(cmd.Context(), args[0])
+			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
 			if err != nil {
 				return usage(err)
 			}
@@ -56,7 +56,7 @@ differs.`,
 			}
 			// Whoever can write the store file acts as an approver here.
 			caller := operations.Caller{Caller: tokens.Caller{Actor: pollwarden.Actor{Name: by, Role: pollwarden.RoleApprover}}, Local: true, Owner: by}
-			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex)})
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
 			next, err := ops.Decide(cmd.Context(), operations.DecisionParams{Caller: caller, ID: op.ID, Option: args[1], Note: note})
 			if err != nil {
 				if _, refused := operations.AsProblems(err); refused {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
 	"github.com/pollwarden/pollwarden/policy"
@@ -19,11 +21,13 @@ import (
 )
 
 // demoContract is a real contract file, run against the in-process fake
-// provider with short delays so the whole demo takes a few seconds.
+// provider with short delays. Its submit block declares an idempotency
+// key, as providers that document idempotent submission do.
 const demoContract = `version: 1
 name: demo-export
+base_url: "%s"
 status:
-  url: "%s/jobs/{job_id}"
+  url: "/jobs/{job_id}"
   credential: {header: Authorization, scheme: Bearer, secret: "env:DEMO_PROVIDER_TOKEN"}
   timeout: 2s
 state:
@@ -42,39 +46,33 @@ limits: {deadline: 1m, max_status_requests: 8, max_transport_failures: 3, max_ra
 escalation:
   extension: {time: 15m, status_requests: 4}
   console_url: "https://console.example.com/jobs/{job_id}"
+submit: {url: "/jobs", idempotency_key_header: Idempotency-Key, job_id_path: id}
 `
 
-type demoCase struct {
-	title       string
-	job         string
-	steps       []fp.Step
-	maxRequests int
-}
+const demoLong = `demo is a tour of pollwarden in a few seconds. It runs one job for every
+outcome a user can meet (succeeded, failed, cancelled, expired, and each
+escalation reason: deadline_exceeded, request_budget_exhausted,
+rate_limited, unknown_state, authorization_denied, provider_failure,
+integration_failure) against an in-process fake provider, in a temporary
+store, and prints each outcome with its story. Each escalation shows its
+options with their cost and new limit, and the command that answers it; one
+is answered by an approver and the wait goes on. A submission is then
+interrupted between send and answer, as by a crash, and resumed without a
+second job at the provider. Last, the store's hash chain is verified.
 
-func demoCases() []demoCase {
-	running := fp.State("running", nil)
-	return []demoCase{
-		{"success after a few polls", "exp_success", []fp.Step{fp.State("queued", nil), running, running, fp.Succeeded("https://results.example.com/exp_success.csv")}, 0},
-		{"Retry-After honoured", "exp_retry_after", []fp.Step{fp.Code(503, map[string]string{"Retry-After": "2"}), running, fp.Succeeded("https://results.example.com/exp_retry_after.csv")}, 0},
-		{"unknown state stops", "exp_paused", []fp.Step{running, fp.State("paused", nil)}, 0},
-		{"request budget exhausted", "exp_slow", []fp.Step{running}, 3},
-		{"authorization denied", "exp_denied", []fp.Step{fp.Code(401, nil)}, 0},
-		{"provider failure", "exp_flaky", []fp.Step{fp.Code(502, nil)}, 0},
-	}
-}
+Waits are simulated: the demo's clock jumps forward instead of sleeping, so
+the stories show the delays a real wait would take. --keep keeps the store
+and the contract, so the printed commands can be tried afterwards. With
+--audit-key the event payloads are sealed with that key, as in a real store.`
 
 func demoCmd(env Env) *cobra.Command {
 	var keep bool
 	var key string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run six operations against a built-in fake provider and print each outcome and story",
-		Long: `demo runs six jobs against an in-process fake provider (a success, a
-Retry-After, an unknown state, an exhausted budget, a denied credential and a
-failing gateway) in a temporary store, prints each outcome with its story,
-then verifies the store's hash chain. With --audit-key the event payloads are
-sealed with that key, as in a real store.`,
-		Args: cobra.NoArgs,
+		Short: "A tour: one job per outcome at a built-in fake provider, each with its story and how to answer it",
+		Long:  demoLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return env.runDemo(cmd.Context(), keep, key)
 		},
@@ -84,44 +82,50 @@ sealed with that key, as in a real store.`,
 	return cmd
 }
 
-// demoOptions make a demo run reproducible: tests pass a fake clock and a
-// seeded random source, the command the real ones.
+// demoOptions make a demo run reproducible: tests pass a fixed start and
+// a seeded random source, the command the current time and a fresh one.
 type demoOptions struct {
 	dir    string // the store and contract are written here
 	clock  pollwarden.Clock
 	rand   *rand.Rand
 	loc    *time.Location // for the stories
 	sealer audit.Sealer
-	// started is told the provider's URL and the contract's name.
-	started func(url, contract string)
-	// done is told each case's outcome as it finishes.
-	done func(i int, r demoResult)
+	keep   bool
 }
 
-type demoResult struct {
-	title    string
-	outcome  string
-	exit     int
-	story    []string
-	requests int
+// demoRun is one run's wiring: the provider, the store, the controller.
+type demoRun struct {
+	out      io.Writer
+	srv      *fp.Server
+	st       pollwarden.Store
+	ex       *contract.Extractor
+	ctl      *controller.Controller
+	probe    *prober.Prober
+	clock    pollwarden.Clock
+	loc      *time.Location
+	rand     *rand.Rand
+	store    string // paths, for the commands the tour prints
+	contract string
 }
 
-// demo runs the six cases in a store under o.dir and returns the verifier
-// that walked the store's chain afterwards.
+const demoToken = "demo-token-not-a-real-secret"
+
+// demo runs the tour in a store under o.dir, printing it on env.Stdout,
+// and returns the verifier that walked the store's chain afterwards.
 func (env Env) demo(ctx context.Context, o demoOptions) (*audit.Verifier, error) {
 	srv := fp.New()
 	defer srv.Close()
-	const token = "demo-token-not-a-real-secret"
-	srv.RequireToken(token)
-	path := filepath.Join(o.dir, "demo-export.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(demoContract, srv.URL())), 0o600); err != nil {
+	srv.RequireToken(demoToken)
+	r := &demoRun{out: env.Stdout, srv: srv, clock: o.clock, loc: o.loc, rand: o.rand,
+		store: filepath.Join(o.dir, "demo.db"), contract: filepath.Join(o.dir, "demo-export.yaml")}
+	if err := os.WriteFile(r.contract, []byte(fmt.Sprintf(demoContract, srv.URL())), 0o600); err != nil {
 		return nil, err
 	}
-	ex, err := env.loadContract(path)
-	if err != nil {
+	var err error
+	if r.ex, err = env.loadContract(r.contract); err != nil {
 		return nil, err
 	}
-	st, err := env.openWith(ctx, filepath.Join(o.dir, "demo.db"), o.sealer, false)
+	st, err := env.openWith(ctx, r.store, o.sealer, false)
 	if err != nil {
 		return nil, err
 	}
@@ -129,38 +133,121 @@ func (env Env) demo(ctx context.Context, o demoOptions) (*audit.Verifier, error)
 	if err := st.CheckSealing(ctx); err != nil {
 		return nil, usage(err)
 	}
-	getenv := func(k string) (string, bool) {
-		if k == "DEMO_PROVIDER_TOKEN" {
-			return token, true
-		}
-		return "", false
-	}
-	ctl := controller.New(controller.Options{Store: st, Clock: o.clock, Rand: o.rand,
-		Prober: prober.New(prober.Options{Now: o.clock.Now, Getenv: getenv})})
-	if o.started != nil {
-		o.started(srv.URL(), contractOf(ex).Name)
-	}
+	r.st = st
+	getenv := func(k string) (string, bool) { return demoToken, k == "DEMO_PROVIDER_TOKEN" }
+	r.probe = prober.New(prober.Options{Now: o.clock.Now, Getenv: getenv})
+	r.ctl = r.controller()
+	fmt.Fprintf(r.out, "pollwarden demo: %d jobs at a fake provider on %s, contract %s (simulated time: waits take no time)\n",
+		len(demoCases())+1, srv.URL(), contractOf(r.ex).Name)
 	for i, c := range demoCases() {
-		srv.Script(c.job, c.steps...)
-		op, _, err := ctl.Submit(ctx, ex, policy.NewParams{ID: fmt.Sprintf("demo-%d-%s", i+1, c.job), ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
-		if err != nil {
+		if err := r.runCase(ctx, i+1, c); err != nil {
 			return nil, err
 		}
-		final, err := ctl.Wait(ctx, ex, op.ID, nil)
-		if err != nil {
-			return nil, err
-		}
-		events, err := st.EventList(ctx, op.ID)
-		if err != nil {
-			return nil, err
-		}
-		if o.done != nil {
-			o.done(i, demoResult{title: c.title, outcome: outcomeWords(final), exit: ExitCode(final),
-				story: audit.Story(events, o.loc), requests: srv.Count(c.job)})
-		}
+	}
+	if err := r.crashedSubmission(ctx, len(demoCases())+1); err != nil {
+		return nil, err
 	}
 	v := new(audit.Verifier)
-	return v, v.Walk(ctx, st, verifyPage)
+	if err := v.Walk(ctx, st, verifyPage); err != nil {
+		return nil, err
+	}
+	sealed := "plain payloads"
+	if o.sealer != nil {
+		sealed = "payloads sealed with key " + o.sealer.KeyID()
+	}
+	fmt.Fprintf(r.out, "\naudit: %d events of %d operations in one hash chain, intact (%s); head %s\n",
+		v.Pos(), v.Operations(), sealed, v.Hash())
+	r.printNext(o.keep, o.dir)
+	return v, nil
+}
+
+// controller is a new controller over the run's store, as a new process
+// would make.
+func (r *demoRun) controller() *controller.Controller {
+	return controller.New(controller.Options{Store: r.st, Clock: r.clock, Rand: r.rand, Prober: r.probe})
+}
+
+// runCase waits on one scripted job and prints its outcome and story.
+func (r *demoRun) runCase(ctx context.Context, n int, c demoCase) error {
+	r.srv.Script(c.job, c.steps...)
+	id := fmt.Sprintf("demo-%d-%s", n, c.job)
+	op, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: id, ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
+	if err != nil {
+		return err
+	}
+	final, err := r.ctl.Wait(ctx, r.ex, op.ID, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "\n== %d. %s\n", n, c.title)
+	r.printOutcome(final)
+	if c.extend && final.Escalation != nil {
+		approver := pollwarden.Actor{Name: "demo-approver", Role: pollwarden.RoleApprover}
+		fmt.Fprintf(r.out, "   an approver answers: pollwarden decide %s extend --by %s --note \"month-end export\"\n", id, approver.Name)
+		if _, err := r.ctl.Decide(ctx, r.ex, id, policy.DecisionParams{Option: pollwarden.OptionExtend, Actor: approver, Note: "month-end export"}); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.out, "   and the wait goes on (pollwarden wait with the same flags resumes it):\n")
+		if final, err = r.ctl.Wait(ctx, r.ex, id, nil); err != nil {
+			return err
+		}
+		r.printOutcome(final)
+	}
+	if err := r.printStory(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "   the provider saw %s\n", plural(r.srv.Count(c.job), "status request"))
+	return nil
+}
+
+// printOutcome prints the outcome line and, for an escalation, the
+// decision it asks for: each option with its cost and new limit, and the
+// command that answers it.
+func (r *demoRun) printOutcome(op *pollwarden.Operation) {
+	fmt.Fprintf(r.out, "   outcome: %s (exit code %d)\n", outcomeWords(op), ExitCode(op))
+	if len(op.ProviderError) > 0 {
+		fmt.Fprintf(r.out, "   provider error kept: %s\n", strings.TrimSpace(string(op.ProviderError)))
+	}
+	if op.Escalation == nil || op.Phase != pollwarden.PhaseEscalated {
+		return
+	}
+	fmt.Fprintf(r.out, "   the decision it asks of a person:\n")
+	for line := range strings.SplitSeq(op.Escalation.Message, "\n") {
+		fmt.Fprintf(r.out, "     | %s\n", line)
+	}
+	fmt.Fprintf(r.out, "   answered by one of:\n")
+	for _, o := range op.Escalation.Options {
+		fmt.Fprintf(r.out, "     pollwarden decide %s %s --by NAME\n", op.ID, o.ID)
+	}
+}
+
+func (r *demoRun) printStory(ctx context.Context, id string) error {
+	events, err := r.st.EventList(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "   story (pollwarden audit show %s):\n", id)
+	for _, l := range audit.Story(events, r.loc) {
+		fmt.Fprintln(r.out, "     "+l)
+	}
+	return nil
+}
+
+// printNext ends the tour with where to go from here.
+func (r *demoRun) printNext(keep bool, dir string) {
+	if keep {
+		fmt.Fprintf(r.out, "\nstore and contract kept in %s; to try the commands above:\n  export POLLWARDEN_STORE=%s POLLWARDEN_CONTRACTS=%s\n  pollwarden ops list\n",
+			dir, r.store, dir)
+	} else {
+		fmt.Fprintf(r.out, "\nthe store was temporary: run pollwarden demo --keep to keep it and try the commands above\n")
+	}
+	fmt.Fprint(r.out, `
+next: wait on your own job, with a built-in contract:
+  pollwarden contract list                      # the built-in contracts
+  pollwarden contract show openai-batch         # one of them, as YAML
+  export OPENAI_API_KEY=...                     # the secret stays in your environment
+  pollwarden wait --contract openai-batch --job-id batch_abc123 --deadline 30m
+`)
 }
 
 func (env Env) runDemo(ctx context.Context, keep bool, keyFlag string) error {
@@ -179,31 +266,17 @@ func (env Env) runDemo(ctx context.Context, keep bool, keyFlag string) error {
 	if !keep {
 		defer os.RemoveAll(dir)
 	}
-	out := env.Stdout
-	v, err := env.demo(ctx, demoOptions{dir: dir, clock: pollwarden.RealClock{}, rand: newRand(), loc: time.Local, sealer: sealer,
-		started: func(url, name string) {
-			fmt.Fprintf(out, "pollwarden demo: six jobs at a fake provider on %s, contract %s\n", url, name)
-		},
-		done: func(i int, r demoResult) {
-			fmt.Fprintf(out, "\n== %d. %s: %s (exit code %d)\n", i+1, r.title, r.outcome, r.exit)
-			for _, l := range r.story {
-				fmt.Fprintln(out, "   "+l)
-			}
-			fmt.Fprintf(out, "   provider saw %d status requests\n", r.requests)
-		}})
-	if err != nil {
-		return err
+	_, err = env.demo(ctx, demoOptions{dir: dir, clock: pollwarden.NewJumpClock(time.Now().Truncate(time.Second)), rand: newRand(),
+		loc: time.Local, sealer: sealer, keep: keep})
+	return err
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
 	}
-	sealed := "plain payloads"
-	if sealer != nil {
-		sealed = "payloads sealed with key " + sealer.KeyID()
-	}
-	fmt.Fprintf(out, "\naudit: %d events of %d operations in one hash chain, intact (%s); head %s\n",
-		v.Pos(), v.Operations(), sealed, v.Hash())
-	if keep {
-		fmt.Fprintf(out, "\nstore and contract kept in %s\n", dir)
-	}
-	return nil
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func outcomeWords(op *pollwarden.Operation) string {

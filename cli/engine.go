@@ -2,7 +2,8 @@ package cli
 
 import (
 	"log/slog"
-	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/changes"
@@ -22,18 +23,19 @@ type engine struct {
 	changes *changes.Feed
 }
 
-// newEngine wires an engine on st; m may be nil (no metrics).
-func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics) *engine {
+// newEngine wires an engine on st; m may be nil (no metrics), and so may
+// tr (no traces).
+func (env Env) newEngine(st pollwarden.Store, set *contract.Set, concurrency int, log *slog.Logger, m *metrics.Metrics, tr trace.Tracer) *engine {
 	e := &engine{changes: changes.NewFeed()}
 	opts := controller.Options{
-		Store: st, Clock: pollwarden.RealClock{}, Rand: newRand(),
-		Prober: prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
+		Store: st, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack(), Tracer: tr,
+		Prober: prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv, Transport: scheduler.Transport(scheduler.BaseTransport(concurrency))}),
 		OnChange: func(op *pollwarden.Operation) {
 			e.changes.Publish(op)
 			e.sched.Changed(op)
 		},
 	}
-	sopts := scheduler.Options{Store: st, Contracts: set, Clock: pollwarden.RealClock{}, Concurrency: concurrency, Logger: log}
+	sopts := scheduler.Options{Store: st, Contracts: set, Clock: env.clock(), Concurrency: concurrency, Logger: log}
 	if m != nil {
 		opts.Observer, sopts.Observer = m, m
 	}

@@ -14,6 +14,7 @@ import (
 // nothing, so callers need no branches for --quiet or a non-terminal.
 type liveLine struct {
 	w    io.Writer
+	now  func() time.Time
 	last int
 }
 
@@ -21,7 +22,7 @@ func (l *liveLine) update(op *pollwarden.Operation, next time.Time) {
 	if l == nil {
 		return
 	}
-	s := progressText(op, next, time.Now())
+	s := progressText(op, next, l.now())
 	fmt.Fprintf(l.w, "\r%s", pad(s, l.last))
 	l.last = len(s)
 }

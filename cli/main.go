@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -27,6 +28,21 @@ type Env struct {
 	// Version is the version stamped into the binary at link time; empty
 	// when none was, and then the build information tells it.
 	Version string
+	// Clock is where every command reads the time; nil is the wall clock.
+	// Tests pass a fake one to pin relative deadlines and ages.
+	Clock pollwarden.Clock
+
+	// leaseSlack is the hidden --lease-slack, shared by every command
+	// built from this Env; zero is the controller's default.
+	leaseSlack *time.Duration
+}
+
+// clock is env.Clock, or the wall clock when none was given.
+func (env Env) clock() pollwarden.Clock {
+	if env.Clock == nil {
+		return pollwarden.RealClock{}
+	}
+	return env.Clock
 }
 
 // Exit codes of the specification.
@@ -117,6 +133,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 }
 
 func newRoot(ctx context.Context, env Env) *cobra.Command {
+	env.leaseSlack = new(time.Duration)
 	root := &cobra.Command{
 		Use:   "pollwarden",
 		Short: "Wait on external asynchronous jobs under a bounded, audited contract",
@@ -129,6 +146,8 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	root.PersistentFlags().Var(slackFlag{env.leaseSlack}, "lease-slack", "how much longer than two status timeouts a lease lasts")
+	_ = root.PersistentFlags().MarkHidden("lease-slack")
 	root.AddCommand(waitCmd(env), submitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	root.AddCommand(simCmd(env))
 	root.AddCommand(serveCmd(env), webhooksCmd(env))
@@ -255,4 +274,40 @@ func (env Env) lookup(name string) string {
 // OSEnv is the process's real surroundings, for main.
 func OSEnv() Env {
 	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv}
+}
+
+// slackFlag is --lease-slack, hidden because only tests that kill a
+// process need it: they free its leases in moments instead of waiting out
+// the default slack. A lease shorter than its write refuses the write, so
+// a small value costs retries, never a double request.
+type slackFlag struct{ d *time.Duration }
+
+func (f slackFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f slackFlag) Type() string { return "duration" }
+
+func (f slackFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 200ms, got %q", s)
+	}
+	if d < time.Millisecond {
+		return fmt.Errorf("want at least 1ms, got %s", s)
+	}
+	*f.d = d
+	return nil
+}
+
+// slack is the --lease-slack value, zero (the controller's default) when
+// none was given.
+func (env Env) slack() time.Duration {
+	if env.leaseSlack == nil {
+		return 0
+	}
+	return *env.leaseSlack
 }

@@ -82,7 +82,7 @@ func (env Env) runMCP(ctx context.Context, f mcpFlags) error {
 // shared by the tools and the scheduler, its changes fanned out to
 // wait_job and to the scheduler.
 func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.Set, hooks *webhook.Config, concurrency int, log *slog.Logger) error {
-	e := env.newEngine(st, set, concurrency, log, nil)
+	e := env.newEngine(st, set, concurrency, log, nil, nil)
 	ctl, sched, changes := e.ctl, e.sched, e.changes
 	hookRun := func(context.Context) error { return nil }
 	if hooks != nil {
@@ -95,7 +95,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 		}
 		hookRun = d.Run
 	}
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
+	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes, Clock: env.clock(),
 		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp")})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

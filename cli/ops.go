@@ -7,29 +7,31 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
 func opsCmd(env Env) *cobra.Command {
-	ops := &cobra.Command{Use: "ops", Short: "List and show operation records"}
+	ops := &cobra.Command{Use: "ops", Short: "List, show and prune operation records"}
 	var store, phase string
 	var asJSON bool
-	var limit int
+	var limit string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List operations, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p := pollwarden.Phase(phase)
-			if p != "" && !p.Known() {
-				return usage(fmt.Errorf("--phase %q: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", phase))
+			lp := operations.ListParams{Caller: env.localCaller(), Phase: phase, Limit: limit, Names: flagNames}
+			// Judged before the store is opened, which a bad flag must not need.
+			if err := operations.CheckList(lp); err != nil {
+				return usage(err)
 			}
 			st, err := env.openStore(cmd.Context(), store)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			list, err := st.OperationList(cmd.Context(), pollwarden.ListParams{Phase: p, Limit: limit})
+			list, err := operations.NewReader(st).List(cmd.Context(), lp)
 			if err != nil {
 				return err
 			}
@@ -40,7 +42,7 @@ func opsCmd(env Env) *cobra.Command {
 				}
 				return writeJSON(env.Stdout, out)
 			}
-			now := time.Now()
+			now := env.clock().Now()
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "OPERATION\tCONTRACT\tJOB\tPHASE\tREASON\tSTATE\tREQUESTS\tDEADLINE")
 			for _, op := range list {
@@ -64,7 +66,7 @@ func opsCmd(env Env) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&phase, "phase", "", "only operations in this phase")
-	list.Flags().IntVar(&limit, "limit", 0, "at most this many (0: all)")
+	list.Flags().StringVar(&limit, "limit", "", "at most this many (default and 0: all)")
 	show := &cobra.Command{
 		Use:   "show OPERATION",
 		Short: "Show one operation record",
@@ -75,7 +77,7 @@ func opsCmd(env Env) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			op, err := st.OperationGet(cmd.Context(), args[0])
+			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
 			if err != nil {
 				return usage(err)
 			}
@@ -85,7 +87,7 @@ func opsCmd(env Env) *cobra.Command {
 			if err := env.printOutcome(op, false, false); err != nil {
 				return err
 			}
-			for _, l := range orphanHint(op, time.Now(), store) {
+			for _, l := range orphanHint(op, env.clock().Now(), store) {
 				fmt.Fprintln(env.Stdout, l)
 			}
 			return nil
@@ -95,7 +97,7 @@ func opsCmd(env Env) *cobra.Command {
 		c.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	}
-	ops.AddCommand(list, show)
+	ops.AddCommand(list, show, opsPruneCmd(env))
 	return ops
 }
 

@@ -31,7 +31,7 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 				return err
 			}
 			defer st.Close()
-			op, err := st.OperationGet(cmd.Context(), args[0])
+			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
 			if err != nil {
 				return usage(err)
 			}
@@ -42,7 +42,7 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 			if err != nil {
 				return err
 			}
-			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex)})
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
 			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
 			if out == "" {
 				_, err := ops.FetchResult(cmd.Context(), p, env.Stdout)

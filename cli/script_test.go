@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,6 +52,8 @@ func scriptedJobs(srv *fp.Server) {
 	srv.Script("gone", fp.Code(404, nil))
 	// Busy once (Retry-After: 1 s), then done.
 	srv.Script("ra", fp.Code(503, map[string]string{"Retry-After": "1"}), fp.Succeeded("https://results.example.com/ra.csv"))
+	// Busy for longer than any script's deadline.
+	srv.Script("ra-long", fp.Code(503, map[string]string{"Retry-After": "600"}), fp.Succeeded("https://results.example.com/ra.csv"))
 	// The job fails with a provider error that must be kept.
 	srv.Script("fails", running, fp.Failed("quota exceeded for export"))
 	// The provider cancelled or expired the job.
@@ -82,6 +85,8 @@ type serverKey struct{}
 //	requests JOB N             the provider saw exactly N status requests for JOB
 //	inflight JOB N             the provider never had more than N status
 //	                           requests for JOB in flight at once
+//	endsbefore DURATION        the outcome on the last stdout finished at
+//	                           least DURATION before its deadline
 //	gap JOB N DURATION         JOB's status request N (from 1) came at least
 //	                           DURATION after request N-1
 //	interrupted C JOB OP AGO   a wait on JOB under contract file C, as
@@ -117,6 +122,7 @@ func TestScripts(t *testing.T) {
 			"requests":    cmdRequests,
 			"gap":         cmdGap,
 			"inflight":    cmdInFlight,
+			"endsbefore":  cmdEndsBefore,
 			"nocanary":    cmdNoCanary,
 			"interrupted": cmdInterrupted,
 		},
@@ -176,6 +182,24 @@ func cmdRequests(ts *testscript.TestScript, neg bool, args []string) {
 	srv := ts.Value(serverKey{}).(*fp.Server)
 	if got := srv.Count(args[0]); got != want {
 		ts.Fatalf("provider saw %d status requests for job %s, want %d", got, args[0], want)
+	}
+}
+
+// cmdEndsBefore checks the last stdout, an outcome as JSON: its
+// finished_at is at least DURATION before its deadline_at.
+func cmdEndsBefore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: endsbefore DURATION")
+	}
+	margin, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	var out struct {
+		FinishedAt *time.Time `json:"finished_at"`
+		DeadlineAt time.Time  `json:"deadline_at"`
+	}
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &out))
+	if out.FinishedAt == nil || out.DeadlineAt.Sub(*out.FinishedAt) < margin {
+		ts.Fatalf("finished at %v, deadline %v: want it finished at least %v before", out.FinishedAt, out.DeadlineAt, margin)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/pollwarden/pollwarden/tokens"
+	"github.com/pollwarden/pollwarden/tracing"
 	"github.com/pollwarden/pollwarden/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -28,8 +29,10 @@ import (
 
 type serveFlags struct {
 	listen, store, contracts, tokens, webhooks, auditKey, logLevel string
+	otlpEndpoint                                                   string
 	concurrency, maxConns                                          int
 	readTimeout                                                    time.Duration
+	pruneOlderThan                                                 string
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -45,7 +48,7 @@ and read outcomes and approvers decide escalations. Every *.yaml in
 file keeps what was loaded before and is reported). A create whose
 contract's credential is missing from serve's environment is refused (422).
 SIGINT/SIGTERM stop claiming, let in-flight requests finish, and exit. See
-README "The daemon" and GET /v1/openapi.json.
+docs/serve.md and GET /v1/openapi.json.
 
 --webhooks FILE lists receivers (name, url, secret: env:NAME or file:PATH,
 events: escalated and/or final). On every escalation and every final
@@ -64,7 +67,18 @@ an idle keep-alive connection is closed after 60 s, and at most
 --max-connections connections are served at once (more wait to be
 accepted). Long-polls and MCP streams are not cut by these bounds.
 GET /healthz answers while the process serves; GET /readyz answers 200
-only while the store accepts a write.`,
+only while the store accepts a write.
+
+--prune-older-than D prunes, at start and then regularly (every tenth of D,
+between a minute and an hour), the records of operations finished longer
+ago than D, as 'pollwarden ops prune' does; the audit chain stays
+verifiable.
+
+--otlp-endpoint URL (or the standard OTEL_EXPORTER_OTLP_ENDPOINT) exports
+OpenTelemetry traces over OTLP/HTTP: a span for each step (claim, status
+request, record) and each decision, with the operation id, contract and
+outcome. Off by default. A contract with status.propagate_trace: true
+sends the status request's traceparent to the provider.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return env.runServe(cmd.Context(), f) },
 	}
@@ -79,6 +93,8 @@ only while the store accepts a write.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
 	fl.DurationVar(&f.readTimeout, "read-timeout", DefaultReadTimeout, "a request's headers and body must arrive within this, or the connection is closed")
 	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
+	fl.StringVar(&f.pruneOlderThan, "prune-older-than", "", "prune, on a schedule, the records of operations finished longer ago than this (30d, 720h); see pollwarden ops prune")
+	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces by OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	return cmd
 }
 
@@ -94,6 +110,13 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--read-timeout must be positive, got %s", f.readTimeout))
 	case f.maxConns < 1:
 		return usage(fmt.Errorf("--max-connections must be at least 1, got %d", f.maxConns))
+	}
+	var pruneAge time.Duration
+	if f.pruneOlderThan != "" {
+		var err error
+		if pruneAge, err = parseAge("--prune-older-than", f.pruneOlderThan); err != nil {
+			return usage(err)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -113,6 +136,16 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 			return usage(err)
 		}
 	}
+	tr, err := tracing.Setup(ctx, f.otlpEndpoint, func(k string) string { v, _ := env.Getenv(k); return v })
+	if err != nil {
+		return usage(err)
+	}
+	defer func() {
+		// The spans still buffered are sent, within a bound.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(sctx)
+	}()
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
@@ -123,8 +156,13 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if pruneAge > 0 {
+		pctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go pruneLoop(pctx, st, pruneAge, log)
+	}
 	return serve(ctx, env, newLimitListener(ln, f.maxConns), st, set, reloadable{tokens: tokens, tokensPath: f.tokens},
-		hooks, f.concurrency, f.readTimeout, log)
+		hooks, f.concurrency, f.readTimeout, log, tr)
 }
 
 // serve wires the daemon: one controller shared by the API and the
@@ -132,12 +170,12 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 // scheduler, the webhook dispatcher when hooks is set, and signals for
 // reload and shutdown.
 func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable,
-	hooks *webhook.Config, concurrency int, readTimeout time.Duration, log *slog.Logger) error {
+	hooks *webhook.Config, concurrency int, readTimeout time.Duration, log *slog.Logger, tr *tracing.Tracing) error {
 	tokens := rl.tokens
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
 	reg := prometheus.NewRegistry()
-	e := env.newEngine(st, set, concurrency, log, metrics.New(reg))
+	e := env.newEngine(st, set, concurrency, log, metrics.New(reg), tr.Tracer)
 	ctl, sched, changes := e.ctl, e.sched, e.changes
 	var hookRun func(context.Context) error
 	if hooks != nil {
@@ -155,15 +193,15 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	// as `pollwarden mcp`), every other path the JSON API with its own
 	// 404/405 answers.
 	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set,
-		Changes: changes, CredentialAvailable: env.credentialAvailable,
+		Changes: changes, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
 		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon"}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
-	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log})
+	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log, Now: env.clock().Now})
 	mux.Handle(console.Path, ui)
 	mux.HandleFunc("GET /{$}", console.RedirectRoot)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
-		Logger: log, Changes: changes, Registry: reg, CredentialAvailable: env.credentialAvailable,
+		Logger: log, Changes: changes, Registry: reg, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
 		CallbackSecret: func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) }}))
 	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.
@@ -192,7 +230,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	}()
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "contracts", set.Names())
+	log.Info("serving", "listen", ln.Addr().String(), "contracts", set.Names(), "traces_to", tr.Endpoint)
 	env.warnShortSecrets(log, set)
 	fmt.Fprintf(env.Stdout, "pollwarden serve: listening on http://%s\n", ln.Addr())
 

@@ -77,7 +77,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Judged before the store is opened, so that a bad request creates
 	// no store file.
-	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable}
+	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable, Clock: env.clock()}
 	id, err := operations.Check(o, p)
 	if err != nil {
 		return usage(err)
@@ -106,7 +106,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Re-running submit with the operation id resumes it without a
 	// second submission; once the job id is known, wait does as well.
-	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // readBody reads the submission body from a file or stdin, bounded, and

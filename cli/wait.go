@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
@@ -81,7 +80,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	}
 	// Judged before the store is opened, so that a bad request creates
 	// no store file.
-	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable}
+	o := operations.Options{Contracts: operations.Only(ex), CredentialAvailable: env.credentialAvailable, Clock: env.clock()}
 	if _, err := operations.Check(o, p); err != nil {
 		return usage(err)
 	}
@@ -95,11 +94,16 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	defer st.Close()
 	o.Controller = env.newController(st)
 	ops := operations.New(o)
-	op, _, err := ops.Create(ctx, p)
+	op, created, err := ops.Create(ctx, p)
 	if err != nil {
 		return env.createError(ctx, st, err, f.contract, f.store)
 	}
-	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	if !created && op.Phase.Polling() {
+		if err := o.Controller.Resumed(ctx, op.ID, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
+			return err
+		}
+	}
+	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // flagNames spells the use cases' fields as the commands' flags.
@@ -125,7 +129,7 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 		return err
 	}
 	if p.ID != "" {
-		if stored, gerr := st.OperationGet(ctx, p.ID); gerr == nil {
+		if stored, gerr := operations.NewReader(st).Get(ctx, env.localCaller(), p.ID); gerr == nil {
 			if p.List[0].Field == "contract" {
 				contractArg = stored.Contract
 			}
@@ -138,16 +142,20 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 
 // waitAndReport waits for operation id until an outcome or an escalation
 // and reports it with wait's output and exit codes; submit ends the same
-// way.
-func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
+// way. An interrupt is recorded in the operation's story through ctl.
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
 	if !quiet && isTerminal(env.Stderr) {
-		live = &liveLine{w: env.Stderr}
+		live = &liveLine{w: env.Stderr, now: env.clock().Now}
 	}
 	final, err := ops.Follow(ctx, caller, id, live.update)
 	live.clear()
 	if err != nil {
 		if ctx.Err() != nil {
+			// Recorded after the fact: the wait has already stopped.
+			if err := ctl.Interrupted(context.WithoutCancel(ctx), id, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
+				fmt.Fprintf(env.Stderr, "pollwarden: the interruption could not be recorded: %v\n", err)
+			}
 			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; nothing polls operation %s now. Resume it, counters intact, with: %s\n",
 				display.Value(id), resume)
 			return &exitError{code: 130, err: errors.New("")}
@@ -185,8 +193,8 @@ func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 }
 
 func (env Env) newController(st pollwarden.Store) *controller.Controller {
-	pr := prober.New(prober.Options{Now: time.Now, Getenv: env.Getenv})
-	return controller.New(controller.Options{Store: st, Prober: pr, Clock: pollwarden.RealClock{}, Rand: newRand()})
+	pr := prober.New(prober.Options{Now: env.clock().Now, Getenv: env.Getenv})
+	return controller.New(controller.Options{Store: st, Prober: pr, Clock: env.clock(), Rand: newRand(), LeaseSlack: env.slack()})
 }
 
 // newRand seeds jitter from the system's entropy so that processes started

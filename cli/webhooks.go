@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,11 +45,34 @@ func (env Env) newDispatcher(st pollwarden.Store, cfg *webhook.Config, reg prome
 	if !ok {
 		return nil, usage(fmt.Errorf("--webhooks: this store (%T) keeps no webhook outbox", st))
 	}
+	if w := unlinkedReceivers(cfg); w != "" {
+		log.Warn(w)
+	}
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return webhook.New(webhook.Options{Store: st, Outbox: ob, Config: cfg,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
-		Clock: pollwarden.RealClock{}, Rand: newRand(), Resolve: env.resolveSecret,
+		Clock: env.clock(), Rand: newRand(), Resolve: env.resolveSecret,
 		Logger: log.With("component", "webhooks"), Observer: metrics.NewWebhooks(reg)})
+}
+
+// unlinkedReceivers warns when decision requests for people (Slack,
+// e-mail) would carry no link to the console, so a person could not go
+// from the message to the decision without a terminal; "" when fine.
+func unlinkedReceivers(cfg *webhook.Config) string {
+	if cfg.ConsoleURL != "" {
+		return ""
+	}
+	var names []string
+	for _, e := range cfg.Endpoints {
+		if e.Format == webhook.FormatSlack || e.Format == webhook.FormatEmail {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("webhooks %s get decision requests without a link to the console: set console_url in the webhooks file to the address people open this daemon at",
+		strings.Join(names, ", "))
 }

@@ -84,7 +84,7 @@ again is safe. A pending message is refused: it is going to be sent anyway.`,
 			defer closeStore()
 			var failed error
 			for _, n := range seqs {
-				err := ob.OutboxRequeue(cmd.Context(), n, time.Now())
+				err := ob.OutboxRequeue(cmd.Context(), n, env.clock().Now())
 				switch {
 				case err == nil:
 					fmt.Fprintf(env.Stdout, "message %d queued again\n", n)

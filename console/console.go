@@ -41,7 +41,8 @@ type Changes interface {
 }
 
 // Options configures the console. Controller, Store, Contracts and Tokens
-// are required.
+// are required. Who sees which operation is the tokens' rule, applied by
+// the use cases (package operations) as at every other door.
 type Options struct {
 	Controller *controller.Controller
 	Store      pollwarden.Store
@@ -50,10 +51,6 @@ type Options struct {
 	// Changes drives live updates; without it (nil) open pages see
 	// changes only on their periodic re-read.
 	Changes Changes
-	// MaySee decides whether who may see op at all; an operation it
-	// refuses is left out of lists and answers 404. Default: everyone
-	// signed in sees every operation, as the JSON API does today.
-	MaySee func(who tokens.Caller, op *pollwarden.Operation) bool
 	// Now is the clock for ages and session expiry; default time.Now.
 	Now func() time.Time
 	// Logger receives internal errors; default slog.Default().
@@ -68,13 +65,13 @@ type Options struct {
 // Console is the console's http.Handler. It is safe for concurrent use.
 type Console struct {
 	ctl *controller.Controller
-	// ops runs the decisions; the console only translates forms.
+	// ops reads and decides, so who sees what is the rule every door
+	// shares; the console only translates forms and pages.
 	ops       *operations.Service
 	store     pollwarden.Store
 	contracts *contract.Set
 	tokens    Verifier
 	changes   Changes
-	maySee    func(tokens.Caller, *pollwarden.Operation) bool
 	now       func() time.Time
 	log       *slog.Logger
 	recheck   time.Duration
@@ -93,12 +90,9 @@ func New(opts Options) *Console {
 		panic("console.New: Controller, Store, Contracts and Tokens are required")
 	}
 	c := &Console{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
-		changes: opts.Changes, maySee: opts.MaySee, now: opts.Now, log: opts.Logger, recheck: opts.Recheck,
+		changes: opts.Changes, now: opts.Now, log: opts.Logger, recheck: opts.Recheck,
 		done: make(chan struct{})}
 	c.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts})
-	if c.maySee == nil {
-		c.maySee = tokens.Caller.Sees
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}

@@ -6,8 +6,6 @@ import (
 	"hash/fnv"
 	"net/http"
 	"time"
-
-	"github.com/pollwarden/pollwarden"
 )
 
 // streamLife ends a live stream after a while; the browser's EventSource
@@ -30,15 +28,13 @@ func (c *Console) queueEvents(w http.ResponseWriter, r *http.Request) {
 		signal = ch
 	}
 	c.stream(w, r, signal, func(ctx context.Context) (uint64, error) {
-		ops, err := c.store.OperationList(ctx, pollwarden.ListParams{Limit: listLimit})
+		ops, err := c.list(ctx, v.Caller, "", filter{})
 		if err != nil {
 			return 0, err
 		}
 		h := fnv.New64a()
 		for _, op := range ops {
-			if c.maySee(v.Caller, op) {
-				fmt.Fprintf(h, "%s/%d;", op.ID, op.Version)
-			}
+			fmt.Fprintf(h, "%s/%d;", op.ID, op.Version)
 		}
 		return h.Sum64(), nil
 	})

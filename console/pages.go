@@ -2,11 +2,11 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,7 +77,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	f, problem := readFilter(r.URL.Query())
 	now := c.now()
-	escalated, err := c.list(r.Context(), v.Caller, pollwarden.ListParams{Phase: pollwarden.PhaseEscalated, Limit: listLimit}, filter{})
+	escalated, err := c.list(r.Context(), v.Caller, pollwarden.PhaseEscalated, filter{})
 	if err != nil {
 		c.internal(w, r, err)
 		return
@@ -86,14 +86,20 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(escalated, func(a, b *pollwarden.Operation) int { return escalatedAt(a).Compare(escalatedAt(b)) })
 	var others []*pollwarden.Operation
 	if problem == "" {
-		others, err = c.list(r.Context(), v.Caller, pollwarden.ListParams{Phase: pollwarden.Phase(f.Phase), Limit: listLimit}, f)
+		others, err = c.list(r.Context(), v.Caller, pollwarden.Phase(f.Phase), f)
 		if err != nil {
 			c.internal(w, r, err)
 			return
 		}
 	}
-	c.render(w, r, http.StatusOK, "queue", map[string]any{
-		"Viewer": v, "Escalated": c.views(r.Context(), escalated, now), "Others": c.views(r.Context(), others, now),
+	// A filter the page cannot apply is refused as every door refuses bad
+	// input (422), with the escalations still shown above it.
+	status := http.StatusOK
+	if problem != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	c.render(w, r, status, "queue", map[string]any{
+		"Viewer": v, "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
 		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
 		"Contracts": c.contracts.Names(), "Events": "/ui/events",
 	})
@@ -106,29 +112,24 @@ func escalatedAt(op *pollwarden.Operation) time.Time {
 	return op.StartedAt
 }
 
-// list reads operations that who may see and f matches.
-func (c *Console) list(ctx context.Context, who tokens.Caller, p pollwarden.ListParams, f filter) ([]*pollwarden.Operation, error) {
-	// The owner filter runs in the store, before the limit, as the API's.
-	owner, ok := who.ListOwner()
-	if !ok {
-		return nil, nil
-	}
-	p.Owner = owner
-	ops, err := c.store.OperationList(ctx, p)
+// list reads the operations in phase ("" for all) that who may see, as
+// the use case lists them for every door, and keeps those f matches.
+func (c *Console) list(ctx context.Context, who tokens.Caller, phase pollwarden.Phase, f filter) ([]*pollwarden.Operation, error) {
+	ops, err := c.ops.List(ctx, operations.ListParams{Caller: operations.Caller{Caller: who}, Phase: string(phase), Limit: strconv.Itoa(listLimit)})
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(ops, func(op *pollwarden.Operation) bool { return !c.maySee(who, op) || !f.match(op) }), nil
+	return slices.DeleteFunc(ops, func(op *pollwarden.Operation) bool { return !f.match(op) }), nil
 }
 
 // views builds the rows of a list; only escalated and waiting operations
 // can have a pending extension request, so only theirs read events.
-func (c *Console) views(ctx context.Context, ops []*pollwarden.Operation, now time.Time) []opView {
+func (c *Console) views(ctx context.Context, who tokens.Caller, ops []*pollwarden.Operation, now time.Time) []opView {
 	out := make([]opView, 0, len(ops))
 	for _, op := range ops {
 		var events []pollwarden.Event
 		if op.Phase == pollwarden.PhaseWaiting || op.Phase == pollwarden.PhaseEscalated {
-			events, _ = c.store.EventList(ctx, op.ID) // a row without its requests beats no queue
+			events, _ = c.ops.Events(ctx, operations.Caller{Caller: who}, op.ID) // a row without its requests beats no queue
 		}
 		out = append(out, c.view(op, events, now))
 	}
@@ -149,7 +150,7 @@ func (c *Console) operation(w http.ResponseWriter, r *http.Request) {
 func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer, status int, problem, decided string) {
 	id := r.PathValue("id")
 	op, err := c.visible(r.Context(), v.Caller, id)
-	if errors.Is(err, pollwarden.ErrNotFound) {
+	if operations.KindOf(err) == operations.NotFound {
 		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
 		return
 	}
@@ -157,14 +158,15 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 		c.internal(w, r, err)
 		return
 	}
-	events, err := c.store.EventList(r.Context(), id)
+	events, err := c.ops.Events(r.Context(), operations.Caller{Caller: v.Caller}, id)
 	if err != nil {
 		c.internal(w, r, err)
 		return
 	}
-	view := c.view(op, events, c.now())
+	now := c.now()
+	view := c.view(op, events, now)
 	c.render(w, r, status, "operation", map[string]any{
-		"Viewer": v, "Op": view, "Story": c.story(events), "Problem": problem, "Decided": clean(decided),
+		"Viewer": v, "Op": view, "Story": c.story(events), "Timeline": layoutTimeline(events, op.StartedAt, op.DeadlineAt, now), "Problem": problem, "Decided": clean(decided),
 		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op),
 		"Events": "/ui/operations/" + url.PathEscape(id) + "/events",
 	})
@@ -192,7 +194,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	option := r.PostFormValue("option")
-	if _, err := c.visible(r.Context(), v.Caller, id); errors.Is(err, pollwarden.ErrNotFound) {
+	if _, err := c.visible(r.Context(), v.Caller, id); operations.KindOf(err) == operations.NotFound {
 		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
 		return
 	} else if err != nil {

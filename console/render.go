@@ -16,7 +16,7 @@ func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "queue", "operation", "error", "audit"} {
-		t := template.Must(template.Must(base.Clone()).ParseFS(files, "templates/"+name+".html"))
+		t := template.Must(template.Must(base.Clone()).ParseFS(files, "templates/"+name+".html", "templates/timeline.html"))
 		pages[name] = t
 	}
 	return pages

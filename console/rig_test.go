@@ -47,7 +47,7 @@ type rig struct {
 	srv     *httptest.Server
 }
 
-func newRig(t *testing.T, maySee func(tokens.Caller, *pollwarden.Operation) bool) *rig {
+func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{t: t, fp: fp.New(), changes: changes.NewFeed()}
 	t.Cleanup(r.fp.Close)
@@ -92,7 +92,7 @@ escalation:
 		t.Fatal(err)
 	}
 	ui := New(Options{Controller: r.ctl, Store: st, Contracts: r.set, Tokens: r.tokens, Changes: r.changes,
-		MaySee: maySee, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Recheck: 50 * time.Millisecond})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Recheck: 50 * time.Millisecond})
 	r.srv = httptest.NewServer(ui)
 	t.Cleanup(r.srv.Close)
 	t.Cleanup(ui.Close) // before the server's Close, which waits for streams

@@ -175,7 +175,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, sess := c.sessions.create(token)
-	http.SetCookie(w, cookie(r, sessionCookie, id, int(time.Until(sess.expires).Seconds())))
+	http.SetCookie(w, cookie(r, sessionCookie, id, int(sess.expires.Sub(c.now()).Seconds())))
 	http.SetCookie(w, cookie(r, signinCookie, "", -1))
 	http.Redirect(w, r, returnTo(r.PostFormValue("next")), http.StatusSeeOther)
 }

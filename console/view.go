@@ -8,6 +8,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/pollwarden/pollwarden/uritemplate"
 )
@@ -146,15 +147,9 @@ func (c *Console) story(events []pollwarden.Event) []string {
 	return lines
 }
 
-// visible reads op id for who: a store miss and an operation who may not
-// see answer the same ErrNotFound, so a page reveals nothing either way.
+// visible reads op id for who through the use case: a store miss and an
+// operation who may not see are the same not-found refusal, so a page
+// reveals nothing either way.
 func (c *Console) visible(ctx context.Context, who tokens.Caller, id string) (*pollwarden.Operation, error) {
-	op, err := c.store.OperationGet(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !c.maySee(who, op) {
-		return nil, pollwarden.ErrNotFound
-	}
-	return op, nil
+	return c.ops.Get(ctx, operations.Caller{Caller: who}, id)
 }

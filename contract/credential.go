@@ -10,15 +10,15 @@ import (
 // credentialKeys are every key status.credential may hold; which apply
 // depends on its kind, checked in credential.
 var credentialKeys = []string{"kind", "header", "scheme", "secret", "token_url", "client_id", "client_secret",
-	"scopes", "key", "region", "service", "access_key_id", "secret_access_key", "session_token"}
+	"scopes", "key", "region", "service", "access_key_id", "secret_access_key", "session_token", "approve_each_call"}
 
 // kindKeys lists the keys each kind uses; any other present key is an error
 // rather than silently ignored.
 var kindKeys = map[string][]string{
-	pollwarden.CredentialDefault: {"kind", "header", "scheme", "secret"},
-	pollwarden.CredentialOAuth2:  {"kind", "header", "scheme", "token_url", "client_id", "client_secret", "scopes"},
-	pollwarden.CredentialGoogle:  {"kind", "header", "scheme", "token_url", "key", "scopes"},
-	pollwarden.CredentialSigV4:   {"kind", "region", "service", "access_key_id", "secret_access_key", "session_token"},
+	pollwarden.CredentialDefault: {"kind", "header", "scheme", "secret", "approve_each_call"},
+	pollwarden.CredentialOAuth2:  {"kind", "header", "scheme", "token_url", "client_id", "client_secret", "scopes", "approve_each_call"},
+	pollwarden.CredentialGoogle:  {"kind", "header", "scheme", "token_url", "key", "scopes", "approve_each_call"},
+	pollwarden.CredentialSigV4:   {"kind", "region", "service", "access_key_id", "secret_access_key", "session_token", "approve_each_call"},
 }
 
 // GoogleTokenURL is where a Google service account's signed assertion is
@@ -47,6 +47,9 @@ func (d *decoder) credential(o *object, base Origin, haveBase bool) *pollwarden.
 			d.addf(o.lineOf(key), o.child(key), "does not apply to a %s credential", kindLabel(c.Kind))
 		}
 	}
+	// A privileged status API (one that reveals sensitive job metadata)
+	// may need an approver for every call, whatever the method.
+	c.ApproveEachCall = o.boolean("approve_each_call")
 	ref := func(key string, required bool) string {
 		r, line, ok := o.str(key, required)
 		if !ok {

@@ -104,3 +104,29 @@ func TestCAFileParsed(t *testing.T) {
 		}
 	}
 }
+
+// approve_each_call applies to every kind of credential, is a boolean,
+// and is what makes every status call wait for an approver.
+func TestCredentialApproveEachCall(t *testing.T) {
+	c, err := Parse([]byte(withCredential("  credential: {header: Authorization, secret: env:AUDIT_KEY, approve_each_call: true}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Status.Credential.ApproveEachCall || !c.Status.EachCallNeedsApproval() {
+		t.Fatalf("credential %+v: want every call to need approval", *c.Status.Credential)
+	}
+	if !strings.Contains(Summary(c), "credential env:AUDIT_KEY: every status call waits for an approver") {
+		t.Errorf("contract check does not say it:\n%s", Summary(c))
+	}
+	plain, err := Parse([]byte(withCredential("  credential: {header: Authorization, secret: env:AUDIT_KEY}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Status.EachCallNeedsApproval() {
+		t.Fatal("a plain GET credential needs approval")
+	}
+	_, err = Parse([]byte(withCredential("  credential: {header: Authorization, secret: env:AUDIT_KEY, approve_each_call: always}\n")))
+	if err == nil || !strings.Contains(err.Error(), "status.credential.approve_each_call") || !strings.Contains(err.Error(), "true or false") {
+		t.Fatalf("approve_each_call: always: err %v, want a problem naming the key", err)
+	}
+}

@@ -23,9 +23,14 @@ type Extractor struct {
 	pollAfter *jmespath.JMESPath
 	nextCheck *jmespath.JMESPath
 	expires   *jmespath.JMESPath
-	raw       *jmespath.JMESPath
+	// expiresAfter is the delay a relative expiry adds to expires.
+	expiresAfter *jmespath.JMESPath
+	raw          *jmespath.JMESPath
 	// rlPaths holds the rate_limit body paths, by expression.
 	rlPaths map[string]*jmespath.JMESPath
+	// keep is the set of top-level keys the paths above may read (nil:
+	// any), so a large body is decoded only where it is read.
+	keep map[string]bool
 }
 
 type compiledField struct {
@@ -60,6 +65,7 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	x.pollAfter = compile("hints.poll_after_seconds", c.Hints.PollAfterSeconds, true)
 	x.nextCheck = compile("hints.next_check_at", c.Hints.NextCheckAt, true)
 	x.expires = compile("hints.job_expires_at", c.Hints.JobExpiresAt, true)
+	x.expiresAfter = compile("hints.job_expires_at.after", c.Hints.JobExpiresAfter, true)
 	x.raw = compile("state.raw", c.State.RawPath, true)
 	if rl := c.RateLimit; rl != nil {
 		x.rlPaths = map[string]*jmespath.JMESPath{}
@@ -75,6 +81,12 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	if err := problemsOf(probs); err != nil {
 		return nil, err
 	}
+	exprs := []string{c.State.Path, c.Result.ErrorPath, c.Hints.PollAfterSeconds, c.Hints.NextCheckAt,
+		c.Hints.JobExpiresAt, c.Hints.JobExpiresAfter, c.State.RawPath}
+	for _, f := range c.Result.Require {
+		exprs = append(exprs, f.Path)
+	}
+	x.keep = topKeys(exprs...)
 	return x, nil
 }
 
@@ -89,8 +101,8 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 		f.Problem = fmt.Sprintf("body is larger than max_body_bytes (%d)", lim)
 		return f
 	}
-	var doc any
-	if err := json.Unmarshal(body, &doc); err != nil {
+	doc, err := decodePruned(body, x.keep)
+	if err != nil {
 		f.Problem = "body is not JSON: " + err.Error()
 		return f
 	}
@@ -132,6 +144,9 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 	f.PollAfter = delayIn(value(x.pollAfter, doc), h.PollAfterUnit)
 	f.NextCheckAt = timeIn(value(x.nextCheck, doc), h.NextCheckAtUnit)
 	f.JobExpiresAt = timeIn(value(x.expires, doc), h.JobExpiresAtUnit)
+	if x.expiresAfter != nil && f.JobExpiresAt != nil {
+		f.JobExpiresAt = relativeExpiry(f.JobExpiresAt, delayIn(value(x.expiresAfter, doc), h.JobExpiresAfterUnit))
+	}
 	return f
 }
 

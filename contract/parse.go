@@ -120,7 +120,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	}
 	d.baseBad = baseBad
 	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
-		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional")
+		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional", "propagate_trace", "session")
 	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	result := top.obj("result", false, "require", "error_path", "fetch")
 	c := &pollwarden.Contract{
@@ -140,6 +140,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	esc := top.obj("escalation", false, "extension", "console_url", "remind_after", "expire_after", "on_expiry")
 	c.Escalation = d.escalation(esc)
 	c.Cancel = d.cancel(top.obj("cancel", false, "url", "method", "idempotent"), c)
+	c.Status.Session = d.session(status.obj("session", false, "url", "method", "body", "notify", "header"), c)
 	c.Submit = d.submit(top.obj("submit", false, "url", "method", "headers", "job_id_path", "status_location",
 		"idempotency_key_header", "max_attempts"), c)
 	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "max_bytes"), c)
@@ -175,27 +176,39 @@ func (d *decoder) hints(o *object) pollwarden.HintPaths {
 	times := []pollwarden.HintUnit{pollwarden.UnitRFC3339, pollwarden.UnitUnixSeconds, pollwarden.UnitUnixMilliseconds}
 	h.PollAfterSeconds, h.PollAfterUnit = d.hint(o, "poll_after_seconds", delays)
 	h.NextCheckAt, h.NextCheckAtUnit = d.hint(o, "next_check_at", times)
-	h.JobExpiresAt, h.JobExpiresAtUnit = d.hint(o, "job_expires_at", times)
+	var ho *object
+	h.JobExpiresAt, h.JobExpiresAtUnit, ho = d.hintObj(o, "job_expires_at", times, "after")
+	if ho != nil && ho.has("after") {
+		h.JobExpiresAfter, h.JobExpiresAfterUnit = d.hint(ho, "after", delays)
+	}
 	return h
 }
 
 // hint decodes one hint: a JMESPath in the default unit, or {path, unit}.
 func (d *decoder) hint(o *object, key string, units []pollwarden.HintUnit) (string, pollwarden.HintUnit) {
+	p, u, _ := d.hintObj(o, key, units)
+	return p, u
+}
+
+// hintObj is hint that also accepts the extra keys and returns the
+// hint's mapping (nil when written as a bare path) for the caller to read
+// them.
+func (d *decoder) hintObj(o *object, key string, units []pollwarden.HintUnit, extra ...string) (string, pollwarden.HintUnit, *object) {
 	v, ok := o.get(key, false)
 	if !ok {
-		return "", ""
+		return "", "", nil
 	}
 	if v.Kind != yaml.MappingNode {
-		return d.optPath(o, key), ""
+		return d.optPath(o, key), "", nil
 	}
-	ho := o.obj(key, false, "path", "unit")
+	ho := o.obj(key, false, append([]string{"path", "unit"}, extra...)...)
 	p := d.optPath(ho, "path")
 	if p == "" {
 		ho.get("path", true)
 	}
 	u, line, ok := ho.str("unit", false)
 	if !ok {
-		return p, ""
+		return p, "", ho
 	}
 	if !slices.Contains(units, pollwarden.HintUnit(u)) {
 		names := make([]string, len(units))
@@ -203,12 +216,12 @@ func (d *decoder) hint(o *object, key string, units []pollwarden.HintUnit) (stri
 			names[i] = string(x)
 		}
 		d.addf(line, ho.child("unit"), "must be one of %s, got %s", strings.Join(names, ", "), clip(u))
-		return p, ""
+		return p, "", ho
 	}
 	if u == string(units[0]) {
-		return p, ""
+		return p, "", ho
 	}
-	return p, pollwarden.HintUnit(u)
+	return p, pollwarden.HintUnit(u), ho
 }
 
 func (d *decoder) backoff(o *object) pollwarden.Backoff {
@@ -285,25 +298,33 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 	}
 	a := &pollwarden.Action{Method: "POST"}
 	if s, line, ok := o.str("url", true); ok {
-		s, msg := d.resolve(s)
-		a.URL = s
-		var origin Origin
-		if msg == "" {
-			origin, msg = checkTemplate(s, d.known...)
-		}
-		switch {
-		case msg != "" && d.baseBad:
-		case msg != "":
-			d.addf(line, o.child("url"), "%s", msg)
-		case !allowedBy(AllowedOrigins(c), origin) && statusURLReadable(c):
-			d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
-		}
+		a.URL = d.originURL(o, line, s, c, "", d.known...)
 	}
 	if m, line, ok := o.str("method", false); ok {
 		a.Method = d.method(line, o.child("method"), m)
 	}
 	a.Idempotent = o.boolean("idempotent")
 	return a
+}
+
+// originURL resolves a URL template of a request that carries the
+// status credential (cancel, a session handshake) under base_url and
+// reports, at line, a template that does not read or an origin outside
+// the status call's; why is added to a template problem.
+func (d *decoder) originURL(o *object, line int, raw string, c *pollwarden.Contract, why string, known ...string) string {
+	u, msg := d.resolve(raw)
+	var origin Origin
+	if msg == "" {
+		origin, msg = checkTemplate(u, known...)
+	}
+	switch {
+	case msg != "" && d.baseBad:
+	case msg != "":
+		d.addf(line, o.child("url"), "%s%s", msg, why)
+	case !allowedBy(AllowedOrigins(c), origin) && statusURLReadable(c):
+		d.addf(line, o.child("url"), "origin %s is not among the status call's origins (status.url and status.allowed_hosts)", origin)
+	}
+	return u
 }
 
 // statusURLReadable says whether status.url gave an origin, so that a

@@ -64,6 +64,7 @@ func (d *decoder) status(o *object) pollwarden.StatusCall {
 		}
 		s.RequestIDHeader = h
 	}
+	s.PropagateTrace = o.boolean("propagate_trace")
 	if v, line, ok := o.str("conditional", false); ok {
 		if v != "etag" {
 			d.addf(line, o.child("conditional"), "must be etag (If-None-Match with the last ETag), got %s", clip(v))

@@ -40,10 +40,6 @@ func (d *decoder) submit(o *object, c *pollwarden.Contract) *pollwarden.SubmitSp
 		s.Method = d.method(line, o.child("method"), m)
 	}
 	s.Headers = d.headers(o.obj("headers", false), c.Status.Credential)
-	if p, line, ok := o.str("job_id_path", true); ok {
-		s.JobIDPath = p
-		d.checkPath(line, o.child("job_id_path"), p)
-	}
 	if loc, line, ok := o.str("status_location", false); ok {
 		s.StatusLocation = loc
 		kind, rest, _ := strings.Cut(loc, ":")
@@ -54,6 +50,13 @@ func (d *decoder) submit(o *object, c *pollwarden.Contract) *pollwarden.SubmitSp
 		default:
 			d.addf(line, o.child("status_location"), "must be header:NAME (header:Operation-Location) or body:JMESPATH, got %s", clip(loc))
 		}
+	}
+	// An answer may name its job only by its status resource (an Azure
+	// 202 with an empty body and Operation-Location): then that resource
+	// is the job, as with --status-url, and job_id_path may be left out.
+	if p, line, ok := o.str("job_id_path", s.StatusLocation == ""); ok {
+		s.JobIDPath = p
+		d.checkPath(line, o.child("job_id_path"), p)
 	}
 	if h, line, ok := o.str("idempotency_key_header", false); ok {
 		if !isToken(h) {
@@ -105,7 +108,9 @@ func SubmitAnswer(s *pollwarden.SubmitSpec, header func(string) string, body []b
 		}
 		return scalarText(value(jp, doc))
 	}
-	jobID = read(s.JobIDPath)
+	if s.JobIDPath != "" {
+		jobID = read(s.JobIDPath)
+	}
 	kind, rest, _ := strings.Cut(s.StatusLocation, ":")
 	switch kind {
 	case "header":
@@ -114,7 +119,7 @@ func SubmitAnswer(s *pollwarden.SubmitSpec, header func(string) string, body []b
 		location = read(rest)
 	}
 	switch {
-	case jobID == "":
+	case s.JobIDPath != "" && jobID == "":
 		problem = "the answer has no job id at " + s.JobIDPath
 	case s.StatusLocation != "" && location == "":
 		problem = "the answer has no status location at " + s.StatusLocation
@@ -132,4 +137,14 @@ func scalarText(v any) string {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	return ""
+}
+
+// SubmitVars checks the variables of a submission like OperationVars.
+// The status URL's own variables are needed only when the answer does
+// not name the status resource itself (no status_location): an Azure
+// submission answered with Operation-Location needs no variable of the
+// status.url template.
+func SubmitVars(c *pollwarden.Contract, given map[string]string) (map[string]string, error) {
+	fromAnswer := c != nil && c.Submit != nil && c.Submit.StatusLocation != ""
+	return OperationVars(c, given, fromAnswer)
 }

@@ -14,6 +14,9 @@ base_url: https://api.example.com
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sum := Summary(c); !strings.Contains(sum, "submit:     POST https://api.example.com/v1/exports; job id at id, status from header:Operation-Location, Idempotency-Key sent with a stored key, up to 3 times") {
+		t.Errorf("contract check does not show the submission:\n%s", sum)
+	}
 	s := c.Submit
 	if s == nil || s.URL != "https://api.example.com/v1/exports" || s.Method != "POST" || s.MaxAttempts != 3 ||
 		s.IdempotencyKeyHeader != "Idempotency-Key" || s.StatusLocation != "header:Operation-Location" {
@@ -22,6 +25,10 @@ base_url: https://api.example.com
 	c, err = Parse([]byte(base + "submit: {url: \"https://api.example.com/v1/exports\", job_id_path: id}\n"))
 	if err != nil || c.Submit.MaxAttempts != 1 || c.Submit.StatusLocation != "" {
 		t.Fatalf("submit without key: %+v, %v", c.Submit, err)
+	}
+	c, err = Parse([]byte(base + "submit: {url: \"https://api.example.com/v1/exports\", status_location: \"header:Operation-Location\"}\n"))
+	if err != nil || c.Submit.JobIDPath != "" {
+		t.Fatalf("a status location without job_id_path: %+v, %v", c.Submit, err)
 	}
 }
 
@@ -66,5 +73,14 @@ func TestSubmitAnswer(t *testing.T) {
 		if job != tc.job || at != tc.at || !strings.Contains(problem, tc.problem) || (tc.problem == "") != (problem == "") {
 			t.Errorf("%s %s: got %q %q %q", tc.loc, tc.body, job, at, problem)
 		}
+	} // Without job_id_path the status location names the job: an empty
+	// body is no problem, a missing header is.
+	s := &pollwarden.SubmitSpec{StatusLocation: "header:Operation-Location"}
+	if job, at, problem := SubmitAnswer(s, hdr, nil); job != "" || at != "https://api.example.com/ops/7" || problem != "" {
+		t.Errorf("header only: got %q %q %q", job, at, problem)
+	}
+	s.StatusLocation = "header:Azure-AsyncOperation"
+	if _, _, problem := SubmitAnswer(s, hdr, nil); !strings.Contains(problem, "no status location") {
+		t.Errorf("no header: problem %q", problem)
 	}
 }

@@ -40,17 +40,31 @@ func Summary(c *pollwarden.Contract) string {
 	}
 	line("status:     %s %s (timeout %s, body up to %d bytes, origins %s)",
 		s.Method, s.URL, pollwarden.ShortDuration(s.Timeout), s.MaxBodyBytes, list(origins))
+	if s.PropagateTrace {
+		line("            trace: the W3C traceparent goes with each status and cancel request")
+	}
 	if s.Conditional == "etag" {
 		line("            conditional: If-None-Match with the last ETag; a 304 is the job unchanged")
 	}
 	if s.UnsafeMethod {
 		line("            unsafe method: every status call needs approval")
 	}
+	if cr := s.Credential; cr != nil && cr.ApproveEachCall {
+		line("            credential %s: every status call waits for an approver's approval of that one call", cr.Ref)
+	}
 	if s.Safe {
 		line("            %s declared a documented read (safe): no approval per call", s.Method)
 	}
 	if s.Body != "" {
 		line("body:       %s", s.Body)
+	}
+	if ss := s.Session; ss != nil {
+		notify := ""
+		if ss.Notify != "" {
+			notify = ", then " + ss.Notify
+		}
+		line("session:    %s %s with %s%s; every request carries its %s (a 404 to it opens a new session)",
+			ss.Method, ss.URL, ss.Body, notify, ss.Header)
 	}
 	if cr := s.Credential; cr != nil {
 		scheme := ""
@@ -100,8 +114,12 @@ func Summary(c *pollwarden.Contract) string {
 		req = append(req, fmt.Sprintf("%s (%s)", f.Path, f.Kind))
 	}
 	line("result:     requires %s; error at %s", list(req), orNone(c.Result.ErrorPath))
+	expires := orNone(c.Hints.JobExpiresAt)
+	if c.Hints.JobExpiresAfter != "" {
+		expires += " + " + c.Hints.JobExpiresAfter
+	}
 	line("hints:      poll_after_seconds %s, next_check_at %s, job_expires_at %s",
-		orNone(c.Hints.PollAfterSeconds), orNone(c.Hints.NextCheckAt), orNone(c.Hints.JobExpiresAt))
+		orNone(c.Hints.PollAfterSeconds), orNone(c.Hints.NextCheckAt), expires)
 	line("404:        pending for %s after start, then integration_failure", pollwarden.ShortDuration(c.NotFoundPendingFor))
 	line("backoff:    base %s, max %s (jittered 50–100%%)", pollwarden.ShortDuration(c.Backoff.Base), pollwarden.ShortDuration(c.Backoff.Max))
 	l := c.Limits
@@ -129,7 +147,30 @@ func Summary(c *pollwarden.Contract) string {
 	} else {
 		line("cancel:     not documented; never offered")
 	}
+	if sb := c.Submit; sb != nil {
+		line("submit:     %s %s; %s", sb.Method, sb.URL, submitSummary(sb))
+	}
 	return b.String()
+}
+
+// submitSummary says where a submission's job and status come from and
+// whether it may ever be sent twice.
+func submitSummary(s *pollwarden.SubmitSpec) string {
+	var parts []string
+	if s.JobIDPath != "" {
+		parts = append(parts, "job id at "+s.JobIDPath)
+	}
+	if s.StatusLocation != "" {
+		parts = append(parts, "status from "+s.StatusLocation)
+	} else {
+		parts = append(parts, "status at status.url")
+	}
+	if s.IdempotencyKeyHeader != "" {
+		parts = append(parts, fmt.Sprintf("%s sent with a stored key, up to %d times", s.IdempotencyKeyHeader, s.MaxAttempts))
+	} else {
+		parts = append(parts, "no idempotency key: never sent twice")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func list(vals []string) string {

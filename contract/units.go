@@ -46,3 +46,26 @@ func timeIn(v any, unit pollwarden.HintUnit) any {
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
+
+// relativeExpiry is a relative expiry (MCP's createdAt + ttl): the time
+// at plus the delay after, in seconds, as RFC 3339. No delay (null: MCP's
+// unlimited ttl) means no expiry; a time or a delay that does not parse
+// is passed on for the core to reject.
+func relativeExpiry(at, after any) any {
+	if after == nil {
+		return nil
+	}
+	s, ok := at.(string)
+	if !ok {
+		return at
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return at
+	}
+	sec, ok := after.(float64)
+	if !ok || math.IsNaN(sec) || sec < 0 || sec > 1e12 {
+		return after
+	}
+	return t.Add(time.Duration(sec * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+}

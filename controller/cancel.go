@@ -30,14 +30,14 @@ func (c *Controller) Cancel(ctx context.Context, ex *contract.Extractor, id stri
 		var refusal error
 		var events []pollwarden.Event
 		saved, l, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-			OperationID: id, Owner: c.owner, Now: now, TTL: leaseTTL(ct),
+			OperationID: id, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct),
 			Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 				events = nil
 				if refusal = policy.CheckContract(fresh, ct); refusal != nil {
 					return nil, nil
 				}
 				var next *pollwarden.Operation
-				next, events, refusal = policy.RequestCancel(fresh, ct, p, now, now.Add(leaseTTL(ct)))
+				next, events, refusal = policy.RequestCancel(fresh, ct, p, now, now.Add(c.leaseTTL(ct)))
 				return next, events
 			},
 		})
@@ -144,7 +144,7 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 		return res, true, err
 	}
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			n, evs, again, ok := policy.InterruptedCancel(fresh, ct, now)
 			if !ok || !again {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
@@ -32,6 +34,12 @@ type Options struct {
 	// LeaseRetry is how long to wait when another owner holds the lease;
 	// defaults to 200ms.
 	LeaseRetry time.Duration
+	// LeaseSlack is how much longer than two status timeouts a lease
+	// lasts, for persisting the answer; defaults to DefaultLeaseSlack.
+	// Shorter frees a dead owner's operations sooner (tests that kill a
+	// process set it low); too short lets a slow store write lose its
+	// lease, which fails safe: the write is refused, nothing is sent twice.
+	LeaseSlack time.Duration
 	// OnChange, when set, is called after every saved change of a record,
 	// with the record as saved, so a door can wake long-polls and a
 	// scheduler can look again. It must not block.
@@ -39,6 +47,10 @@ type Options struct {
 	// Observer, when set, is told what was saved and how steps went, for
 	// metrics. Its methods must not block.
 	Observer Observer
+	// Tracer, when set, gets a span for each step (with its claim, status
+	// request and record) and each decision; nil traces nothing. The
+	// status request's span is what status.propagate_trace sends.
+	Tracer trace.Tracer
 }
 
 // Observer sees the controller's facts as they happen; package metrics
@@ -60,14 +72,21 @@ type Observer interface {
 // operations; the store's lease keeps one owner per operation across
 // goroutines and processes alike.
 type Controller struct {
-	store      pollwarden.Store
-	prober     *prober.Prober
-	clock      pollwarden.Clock
-	rand       policy.Rand
+	store  pollwarden.Store
+	prober *prober.Prober
+	clock  pollwarden.Clock
+	rand   policy.Rand
+	// factors draws the jitter factors of the operations this process
+	// creates (policy.FactorSequence).
+	factors    *policy.FactorSequence
 	owner      string
 	leaseRetry time.Duration
+	leaseSlack time.Duration
 	onChange   func(*pollwarden.Operation)
 	observer   Observer
+	tracer     trace.Tracer
+	traced     bool
+	callbacks  callbackLedgers
 }
 
 // New checks opts and returns a Controller.
@@ -82,8 +101,13 @@ func New(opts Options) *Controller {
 	if opts.LeaseRetry <= 0 {
 		opts.LeaseRetry = 200 * time.Millisecond
 	}
-	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: &lockedRand{r: opts.Rand},
-		owner: opts.Owner, leaseRetry: opts.LeaseRetry, onChange: opts.OnChange, observer: opts.Observer}
+	if opts.LeaseSlack <= 0 {
+		opts.LeaseSlack = DefaultLeaseSlack
+	}
+	r := &lockedRand{r: opts.Rand}
+	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: r, factors: policy.NewFactorSequence(r),
+		owner: opts.Owner, leaseRetry: opts.LeaseRetry, leaseSlack: opts.LeaseSlack, onChange: opts.OnChange, observer: opts.Observer,
+		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil}
 }
 
 // Store returns the controller's store, for doors that only read.
@@ -97,7 +121,7 @@ func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p polic
 	ct := ex.Contract()
 	now := c.clock.Now()
 	if p.Rand == nil {
-		p.Rand = c.rand
+		p.Rand = c.factors
 	}
 	fresh, events, err := policy.NewOperation(ct, p, now)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -402,5 +403,24 @@ func TestDecisionWaitsForAStepStillHoldingTheLease(t *testing.T) {
 	op, err := r.ctl.Decide(ctx, r.ex, "op1", policy.DecisionParams{Option: pollwarden.OptionExtend, Actor: alice})
 	if err != nil || op.Phase != pollwarden.PhaseWaiting {
 		t.Fatalf("decision under a held lease: %v, %v", op, err)
+	}
+}
+
+// TestSubmittedFactorsCoverTheRangeEvenly: the operations one controller
+// creates take their jitter factors from its sequence
+// (policy.FactorSequence), so 200 of them fill each tenth of R5's range
+// (in log scale) with 20 ± 2, where independent draws would stray by
+// about four.
+func TestSubmittedFactorsCoverTheRangeEvenly(t *testing.T) {
+	r := newRig(t, "")
+	var bins [10]int
+	for i := range 200 {
+		op := r.submit(fmt.Sprintf("op-%d", i), fmt.Sprintf("job-%d", i), policy.NewParams{})
+		bins[int(10*math.Log2(op.JitterFactor/policy.FactorMin))]++
+	}
+	for i, c := range bins {
+		if c < 18 || c > 22 {
+			t.Errorf("tenth %d of the factor range holds %d of 200 operations, want 20 ± 2", i, c)
+		}
 	}
 }

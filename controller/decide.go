@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -17,6 +16,16 @@ import (
 // contract it was created under (a contract file of the same name that
 // differs is refused, naming what differs). cancel_at_provider is Cancel.
 func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attrOption.String(p.Option), attrActorRole.String(string(p.Actor.Role)))
+	}
+	op, err := c.decide(ctx, ex, id, p)
+	endSpan(span, op, err)
+	return op, err
+}
+
+func (c *Controller) decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	if p.Option == pollwarden.OptionCancel {
 		return c.Cancel(ctx, ex, id, p)
 	}
@@ -72,11 +81,12 @@ func (c *Controller) retryBusy(ctx context.Context, f func() (*pollwarden.Operat
 }
 
 // RequestExtension records an agent's request; it grants nothing. The
-// request is checked here for every door (see ParseExtension); one on a
+// request is checked here for every door and embedder
+// (pollwarden.ExtensionRequest.Check); one on a
 // finished operation is refused with pollwarden.ErrPhase, and nothing is
 // written to its audit.
-func (c *Controller) RequestExtension(ctx context.Context, id string, actor pollwarden.Actor, p ExtensionRequest) (*pollwarden.Operation, error) {
-	if err := p.check(); err != nil {
+func (c *Controller) RequestExtension(ctx context.Context, id string, actor pollwarden.Actor, p pollwarden.ExtensionRequest) (*pollwarden.Operation, error) {
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
@@ -94,50 +104,4 @@ func (c *Controller) RequestExtension(ctx context.Context, id string, actor poll
 		}
 		return op, nil
 	})
-}
-
-// ExtensionRequest is what an agent asks for; see RequestExtension and
-// ParseExtension, which builds one from what the agent typed.
-type ExtensionRequest struct {
-	ExtraTime           time.Duration
-	ExtraStatusRequests int
-	Justification       string
-}
-
-// maxJustification keeps a request readable as one line of the story.
-const maxJustification = 2000
-
-// ParseExtension reads an extension request as a door received it: the
-// extra time as typed ("15m", "0s"), the extra requests and the reason.
-// Either extra may be zero (an agent may need only more requests), not
-// both; a justification is required. Every problem is reported at once,
-// each naming its field as the API and MCP do.
-func ParseExtension(extraTime string, extraRequests int, justification string) (ExtensionRequest, error) {
-	var problems []string
-	d, err := time.ParseDuration(extraTime)
-	if err != nil || d < 0 {
-		problems = append(problems, fmt.Sprintf("extra_time %s must be a non-negative duration such as 15m or 0s", display.Clip(extraTime)))
-	}
-	if extraRequests < 0 {
-		problems = append(problems, fmt.Sprintf("extra_status_requests must be 0 or more, got %d", extraRequests))
-	}
-	if err == nil && d == 0 && extraRequests == 0 {
-		problems = append(problems, "extra_time and extra_status_requests are both zero: ask for some extra_time or some extra_status_requests")
-	}
-	just := strings.TrimSpace(justification)
-	switch {
-	case just == "":
-		problems = append(problems, "justification is required: say why, for the person who decides")
-	case len(just) > maxJustification:
-		problems = append(problems, fmt.Sprintf("justification is longer than %d bytes", maxJustification))
-	}
-	if len(problems) > 0 {
-		return ExtensionRequest{}, fmt.Errorf("%w: %s", pollwarden.ErrInvalid, strings.Join(problems, "; "))
-	}
-	return ExtensionRequest{ExtraTime: d, ExtraStatusRequests: extraRequests, Justification: just}, nil
-}
-
-func (p ExtensionRequest) check() error {
-	_, err := ParseExtension(p.ExtraTime.String(), p.ExtraStatusRequests, p.Justification)
-	return err
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
@@ -82,9 +84,17 @@ func (c *Controller) remindDecision(ctx context.Context, ex *contract.Extractor,
 // who decides first wins: the record is then no longer escalated and
 // nothing is done.
 func (c *Controller) expireDecision(ctx context.Context, ex *contract.Extractor, id string) error {
+	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
+	span.SetAttributes(attrExpired.Bool(true))
+	op, err := c.expireOnce(ctx, ex, id)
+	endSpan(span, op, err)
+	return err
+}
+
+func (c *Controller) expireOnce(ctx context.Context, ex *contract.Extractor, id string) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	cancel := false
-	_, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+	op, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
 		cancel = false
 		op, err := c.store.OperationGet(ctx, id)
 		if err != nil {
@@ -116,14 +126,14 @@ func (c *Controller) expireDecision(ctx context.Context, ex *contract.Extractor,
 		return after, c.save(ctx, after, append(events, more...), now)
 	})
 	if err != nil || !cancel {
-		return err
+		return op, err
 	}
-	_, err = c.Decide(ctx, ex, id, policy.DecisionParams{Option: pollwarden.OptionCancel, Actor: policy.ExpiryActor()})
+	after, err := c.Decide(ctx, ex, id, policy.DecisionParams{Option: pollwarden.OptionCancel, Actor: policy.ExpiryActor()})
 	if errors.Is(err, pollwarden.ErrInvalid) {
 		// A person decided between the two writes: theirs stands.
-		return nil
+		return op, nil
 	}
-	return err
+	return after, err
 }
 
 // RunDecisionClock runs DecisionTick until ctx ends: at the next due time,

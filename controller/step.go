@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
@@ -65,12 +67,25 @@ func (c *Controller) observed(step func() (StepResult, error)) (StepResult, erro
 	return res, err
 }
 
+// step is one traced step: its span holds the claim, request and record
+// spans, and ends with where the operation stands.
 func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.step", op.ID, op.Contract, trace.SpanKindInternal)
+	res, err := c.stepOnce(ctx, ex, op, up)
+	endSpan(span, res.Op, err)
+	return res, err
+}
+
+func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
 	ct := ex.Contract()
 	if op.Contract != ct.Name {
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
+	if g, held := c.heldForCallbacks(ct, op, now); held {
+		res, _, err := c.settle(ctx, g, now)
+		return res, err
+	}
 	if res, settled, err := c.settle(ctx, policy.GateUp(op, ct, now, up), now); settled {
 		return res, err
 	}
@@ -82,8 +97,9 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 	// transaction. gate keeps what the checks said when they refused.
 	var gate policy.GateResult
 	var reservation []pollwarden.Event
-	reserved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-		OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
+	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
+	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
 			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
@@ -94,6 +110,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 			return next, reservation
 		},
 	})
+	endClaim(claimSpan, lease != nil, err)
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
 		if c.observer != nil {
 			c.observer.LeaseConflict(op.ID)
@@ -128,7 +145,9 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool) (StepResult, error) {
 	ct := ex.Contract()
 	finish := func(op *pollwarden.Operation, events []pollwarden.Event, now time.Time) error {
-		err := c.saveRelease(ctx, op, lease, events, now)
+		rctx, span := c.startSpan(ctx, "pollwarden.record", op.ID, op.Contract, trace.SpanKindInternal)
+		err := c.saveRelease(rctx, op, lease, events, now)
+		endSpan(span, op, err)
 		*released = err == nil || errors.Is(err, pollwarden.ErrLeaseLost)
 		return err
 	}
@@ -150,11 +169,15 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	if ct.Status.Conditional == "etag" {
 		ctx = prober.WithIfNoneMatch(ctx, reserved.LastETag)
 	}
+	// The request's span is the client side of the call: its context is
+	// the traceparent a contract with status.propagate_trace sends.
+	reqCtx, reqSpan := c.startSpan(ctx, "pollwarden.request", reserved.ID, reserved.Contract, trace.SpanKindClient)
 	if body != nil {
-		resp = c.prober.StatusWithBody(context.WithoutCancel(ctx), ct, url, body)
+		resp = c.prober.StatusWithBody(context.WithoutCancel(reqCtx), ct, url, body)
 	} else {
-		resp = c.prober.Status(context.WithoutCancel(ctx), ct, url)
+		resp = c.prober.Status(context.WithoutCancel(reqCtx), ct, url)
 	}
+	endRequest(reqSpan, reserved.StatusRequestsUsed, resp)
 	switch {
 	case resp.CredentialError != nil:
 		return c.failUnsent(reserved, ct, resp.CredentialError.Error(), finish)
@@ -163,7 +186,7 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	}
 	obs := observe(ex, resp)
 	now = c.clock.Now()
-	st := policy.Decide(reserved, ct, obs, now, c.rand)
+	st := c.decided(ct, reserved, policy.Decide(reserved, ct, obs, now, c.rand), now)
 	if err := finish(st.Op, st.Events, now); err != nil {
 		return StepResult{}, err
 	}
@@ -240,10 +263,13 @@ func (c *Controller) write(ctx context.Context, p pollwarden.SaveParams) error {
 	return err
 }
 
+// DefaultLeaseSlack is Options.LeaseSlack's default.
+const DefaultLeaseSlack = 5 * time.Second
+
 // leaseTTL covers one request and its persistence, no more: the lease is
 // never held while sleeping, and a dead owner's lease frees itself soon.
-func leaseTTL(ct *pollwarden.Contract) time.Duration {
-	return 2*ct.Status.Timeout + 5*time.Second
+func (c *Controller) leaseTTL(ct *pollwarden.Contract) time.Duration {
+	return 2*ct.Status.Timeout + c.leaseSlack
 }
 
 func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error) {

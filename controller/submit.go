@@ -22,7 +22,7 @@ import (
 func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	if p.Rand == nil {
-		p.Rand = c.rand
+		p.Rand = c.factors
 	}
 	key := ""
 	if ct.Submit != nil && ct.Submit.IdempotencyKeyHeader != "" {
@@ -65,59 +65,114 @@ func short(s string) string {
 func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	for op.Phase.Submitting() {
-		now := c.clock.Now()
-		var events []pollwarden.Event
-		send := false
-		saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
-			OperationID: op.ID, Owner: c.owner, Now: now, TTL: leaseTTL(ct), Have: op,
-			Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
-				events, send = nil, false
-				if !fresh.Phase.Submitting() || fresh.Submission == nil {
-					return nil, nil
-				}
-				var next *pollwarden.Operation
-				switch fresh.Submission.State {
-				case pollwarden.SubmissionPending:
-					next, events, send = policy.SubmitSending(fresh, now)
-				case pollwarden.SubmissionSent:
-					next, events, send, _ = policy.SubmitInterrupted(fresh, ct, now)
-				}
-				return next, events
-			},
-		})
+		next, turn, err := c.submitTurn(ctx, ex, op)
 		switch {
-		case errors.Is(err, pollwarden.ErrLeaseHeld):
+		case err != nil:
+			return next, err
+		case turn == turnHeld:
 			// Another process is sending it, or died sending it: its
 			// lease expires, then the record says what happened.
 			if err := c.clock.Sleep(ctx, c.leaseRetry); err != nil {
 				return op, err
 			}
-			if op, err = c.store.OperationGet(ctx, op.ID); err != nil {
+			if next, err = c.store.OperationGet(ctx, op.ID); err != nil {
 				return nil, err
 			}
-			continue
-		case err != nil:
-			return nil, err
-		case lease == nil:
-			return c.store.OperationGet(ctx, op.ID)
-		}
-		c.changed(saved, events)
-		if !send {
-			err := c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
-			return saved, err
-		}
-		next, again, err := c.sendSubmission(ctx, ex, saved, lease)
-		if err != nil {
-			return nil, err
-		}
-		op = next
-		if again {
+		case turn == turnSettled:
+			return next, nil
+		case turn == turnAgain:
 			if err := c.clock.Sleep(ctx, ct.Backoff.Base); err != nil {
-				return op, err
+				return next, err
 			}
 		}
+		op = next
 	}
 	return op, nil
+}
+
+// turn is what one turn of a submission (submitTurn) left to do.
+type turn int
+
+const (
+	turnSettled turn = iota // nothing more to send now: answered, escalated, or not submitting
+	turnHeld                // another owner holds the lease
+	turnAgain               // answered ambiguously with a stored key: to be sent again after the backoff
+	turnSent                // sent and answered; the record says what next
+)
+
+// submitTurn takes one claim of op's submission and does what the
+// record allows: sends a pending attempt, re-sends an interrupted one with
+// the stored key, or escalates an interrupted one without a key (or one
+// past its deadline) with the question for a person. At most one request
+// leaves.
+func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, turn, error) {
+	ct := ex.Contract()
+	now := c.clock.Now()
+	var events []pollwarden.Event
+	send := false
+	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
+		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+			var next *pollwarden.Operation
+			next, events, send = policy.SubmitTurn(fresh, ct, now)
+			return next, events
+		},
+	})
+	switch {
+	case errors.Is(err, pollwarden.ErrLeaseHeld):
+		return op, turnHeld, nil
+	case err != nil:
+		return nil, turnSettled, err
+	case lease == nil:
+		cur, err := c.store.OperationGet(ctx, op.ID)
+		return cur, turnSettled, err
+	}
+	c.changed(saved, events)
+	if !send {
+		err := c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
+		return saved, turnSettled, err
+	}
+	next, again, err := c.sendSubmission(ctx, ex, saved, lease)
+	if again {
+		return next, turnAgain, err
+	}
+	return next, turnSent, err
+}
+
+// StepSubmission is the daemon's step of an operation left in
+// PhaseSubmitting, typically by a process that died between recording
+// the submission and recording its answer. It waits until no live
+// submitter can still be sending it (policy.SubmitOrphanDue: the lease's
+// lifetime after the last send or answer), then takes one turn: the
+// submission is re-sent only with the stored idempotency key, and
+// otherwise escalated integration_failure with the question for a person.
+// Until says when to look again while it is still submitting.
+func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
+	ct := ex.Contract()
+	if op.Contract != ct.Name {
+		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
+	}
+	if !op.Phase.Submitting() || op.Submission == nil {
+		return StepResult{Op: op}, nil
+	}
+	now := c.clock.Now()
+	if due := policy.SubmitOrphanDue(op, c.leaseTTL(ct)); now.Before(due) {
+		return StepResult{Op: op, Until: due}, nil
+	}
+	next, t, err := c.submitTurn(ctx, ex, op.Clone())
+	if err != nil || next == nil {
+		return StepResult{Op: next}, err
+	}
+	res := StepResult{Op: next, Sent: t == turnSent || t == turnAgain}
+	switch {
+	case t == turnHeld:
+		res.Until = now.Add(c.leaseTTL(ct))
+	case t == turnAgain:
+		res.Until = c.clock.Now().Add(ct.Backoff.Base)
+	case next.Phase.Polling():
+		res.Until = next.NextPollAt
+	}
+	return res, nil
 }
 
 // sendSubmission sends the attempt recorded on op (whose lease this

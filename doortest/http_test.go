@@ -74,20 +74,29 @@ func httpServer(t *testing.T, r *rig) string {
 	if r.httpURL != "" {
 		return r.httpURL
 	}
-	toks, err := tokens.New(
-		tokens.Spec{Name: agentName, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
-		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
-		tokens.Spec{Name: otherAgent, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(otherAgentToken), Scope: tokens.ScopeAll},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httpapi.NewHandler(httpapi.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: toks,
+	h := httpapi.NewHandler(httpapi.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: doorTokens(t),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	r.httpURL = srv.URL
 	return srv.URL
+}
+
+// doorTokens are the tokens of the doors that authenticate (the API, MCP
+// over HTTP): the seeded operations' owner, an approver, an agent that
+// sees every operation and one that sees only its own.
+func doorTokens(t *testing.T) *tokens.Set {
+	t.Helper()
+	toks, err := tokens.New(
+		tokens.Spec{Name: agentName, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(agentToken)},
+		tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverToken)},
+		tokens.Spec{Name: otherAgent, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(otherAgentToken), Scope: tokens.ScopeAll},
+		tokens.Spec{Name: stranger, Role: pollwarden.RoleAgent, SHA256: tokens.Hash(strangerToken)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks
 }
 
 func post(t *testing.T, base, path, token string, body map[string]any) answer {

@@ -3,7 +3,10 @@ package doortest
 import (
 	"context"
 	"encoding/json"
-	"strings"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -56,29 +59,7 @@ func (mcpDoor) do(t *testing.T, r *rig, req request) answer {
 	}
 	// Raw JSON, so that a string that is not UTF-8 reaches the server as
 	// its bytes, as far as the transport carries them.
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(rawJSON(args))})
-	if err != nil {
-		// A protocol error (such as arguments the tool's schema refuses)
-		// is a refusal too, as the model sees it.
-		return answer{class: refused, text: err.Error()}
-	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	if res.IsError {
-		return answer{class: refused, text: text.String()}
-	}
-	var out struct {
-		ID string `json:"operation_id"`
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
-		t.Fatalf("%s answered without an operation id: %s", tool, b)
-	}
-	return answer{class: accepted, id: out.ID, text: text.String()}
+	return callTool(t, cs, tool, json.RawMessage(rawJSON(args)))
 }
 
 // mcpSession connects a client to an MCP server over r's store, once per
@@ -104,6 +85,39 @@ func mcpSession(t *testing.T, r *rig) *sdk.ClientSession {
 	t.Cleanup(func() { cs.Close() })
 	r.mcp = cs
 	return cs
+}
+
+// mcpSessionAs connects a client to the MCP server over r's store through
+// its HTTP handler, as the daemon serves /mcp, presenting token: the
+// tools then act as that token's holder.
+func mcpSessionAs(t *testing.T, r *rig, token string) *sdk.ClientSession {
+	t.Helper()
+	srv := pwmcp.NewServer(pwmcp.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts})
+	h := pwmcp.NewHTTPHandler(srv, doorTokens(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	t.Cleanup(h.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "doortest", Version: "v0"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint: hs.URL + pwmcp.Path, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// bearer adds a token to every request of an HTTP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(req)
 }
 
 // mcpTasksCancel connects a raw JSON-RPC client to a fresh session of the

@@ -67,6 +67,7 @@ type rig struct {
 	ctl       *controller.Controller
 	httpURL   string             // the API over this rig, once served
 	mcp       *sdk.ClientSession // a client of the MCP server over this rig, once connected
+	uiURL     string             // the console over this rig, once served
 }
 
 func (r *rig) getenv(k string) (string, bool) {

@@ -56,9 +56,10 @@ type request struct {
 	extraTime, justification string
 	extraRequests            int
 	option                   string
-	// the use cases of usecases_test.go: a list's phase, and who asks
-	// when it is not the door's usual caller (another agent's token)
-	phase, as string
+	// the use cases of usecases_test.go: a list's phase and limit as
+	// typed, and who asks when it is not the door's usual caller (another
+	// agent's token)
+	phase, limit, as string
 }
 
 // answer is a door's answer reduced to what doors must agree on.
@@ -90,6 +91,9 @@ type row struct {
 	// sameID: the answer names the operation the last before-request
 	// created (a resume, not a second operation).
 	sameID bool
+	// absent must not appear in the answer (an operation a list leaves
+	// out, or one the caller may not see).
+	absent string
 }
 
 func ok(job string) request { return request{kind: create, contract: "export", job: job} }
@@ -232,7 +236,10 @@ func check(t *testing.T, d door, rw row, a answer) {
 		t.Fatalf("answered %s, want %s: %s", a.class, want, a.text)
 	}
 	if rw.field != "" && !strings.Contains(normal(a.text), normal(rw.field)) {
-		t.Errorf("the problem does not name %q: %s", rw.field, a.text)
+		t.Errorf("the answer does not name %q: %s", rw.field, a.text)
+	}
+	if rw.absent != "" && strings.Contains(a.text, rw.absent) {
+		t.Errorf("the answer names %q: %s", rw.absent, a.text)
 	}
 }
 

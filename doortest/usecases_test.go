@@ -19,6 +19,7 @@ import (
 // through every door that offers it.
 const (
 	readOp      kind = "read"
+	readEvents  kind = "events"
 	listOps     kind = "list"
 	waitOn      kind = "wait"
 	cancelOp    kind = "cancel"
@@ -26,10 +27,13 @@ const (
 )
 
 // otherAgent is a second agent token that sees every operation (scope
-// all) but owns none of the seeded ones.
+// all) but owns none of the seeded ones; stranger is a third that sees
+// only its own, so none of the seeded ones.
 const (
 	otherAgent      = "other-agent"
 	otherAgentToken = "tok-doortest-other"
+	stranger        = "stranger-agent"
+	strangerToken   = "tok-doortest-stranger"
 )
 
 var useCaseTable = []row{
@@ -40,6 +44,16 @@ var useCaseTable = []row{
 	{name: "list every phase", req: request{kind: listOps}, want: accepted},
 	{name: "list the escalated", req: request{kind: listOps, phase: "escalated"}, want: accepted},
 	{name: "list a phase that does not exist", req: request{kind: listOps, phase: "paused"}, want: invalid, field: "phase"},
+	{name: "list the succeeded", req: request{kind: listOps, phase: "succeeded"}, want: accepted, field: opDone, absent: opWaiting},
+	{name: "list the waiting, one at most", req: request{kind: listOps, phase: "waiting", limit: "1"}, want: accepted, field: opWaiting, absent: opDone},
+	{name: "list with a limit that is not a number", req: request{kind: listOps, limit: "many"}, want: invalid, field: "limit"},
+	{name: "list as an agent that sees only its own", req: request{kind: listOps, as: stranger}, want: accepted, absent: "op-"},
+
+	{name: "read another agent's operation", req: request{kind: readOp, target: opWaiting, as: stranger}, want: notFound, field: "no operation"},
+	{name: "events of a waiting operation", req: request{kind: readEvents, target: opWaiting}, want: accepted},
+	{name: "events of another agent's operation", req: request{kind: readEvents, target: opWaiting, as: stranger}, want: notFound, field: "no operation"},
+	{name: "events of an unknown operation", req: request{kind: readEvents, target: "op-nope"}, want: notFound, field: "op-nope"},
+	{name: "wait on another agent's operation", req: request{kind: waitOn, target: opWaiting, as: stranger}, want: notFound, field: "no operation"},
 
 	{name: "wait on a finished operation answers at once", req: request{kind: waitOn, target: opDone}, want: accepted},
 	{name: "wait on an unknown operation", req: request{kind: waitOn, target: "op-nope"}, want: notFound, field: "op-nope"},
@@ -84,8 +98,8 @@ func TestCancelTwiceSendsOnce(t *testing.T) {
 }
 
 // cliUseCase drives the use cases of this file through cli.Main: read is
-// `ops show --json`, list `ops list --json`, cancel `decide … cancel_at_provider`
-// and the result `result`. wait is the create command; another agent's
+// `ops show --json`, events `audit show`, list `ops list --json`, cancel
+// `decide … cancel_at_provider` and the result `result`. wait is the create command; another agent's
 // identity does not exist here (the CLI's authority is the store file).
 func cliUseCase(t *testing.T, r *rig, req request) (answer, bool) {
 	t.Helper()
@@ -96,10 +110,15 @@ func cliUseCase(t *testing.T, r *rig, req request) (answer, bool) {
 	switch req.kind {
 	case readOp:
 		args = []string{"ops", "show", "--json", "--store", r.storePath, req.target}
+	case readEvents:
+		args = []string{"audit", "show", "--store", r.storePath, req.target}
 	case listOps:
 		args = []string{"ops", "list", "--json", "--store", r.storePath}
 		if req.phase != "" {
 			args = append(args, "--phase", req.phase)
+		}
+		if req.limit != "" {
+			args = append(args, "--limit", req.limit)
 		}
 	case cancelOp:
 		args = []string{"decide", "--store", r.storePath, "--by", "alice", req.target, "cancel_at_provider"}
@@ -126,19 +145,23 @@ func cliUseCase(t *testing.T, r *rig, req request) (answer, bool) {
 // agent's token.
 func httpUseCase(t *testing.T, r *rig, req request) (answer, bool) {
 	t.Helper()
-	token := agentToken
-	if req.as == otherAgent {
-		token = otherAgentToken
-	}
+	token := map[string]string{"": agentToken, otherAgent: otherAgentToken, stranger: strangerToken}[req.as]
 	path := "/v1/operations/" + url.PathEscape(req.target)
 	switch req.kind {
 	case readOp:
 		return get(t, r, path, token), true
+	case readEvents:
+		return get(t, r, path+"/audit", token), true
 	case waitOn:
 		return get(t, r, path+"?wait=1s", token), true
 	case listOps:
-		a := get(t, r, "/v1/operations?phase="+url.QueryEscape(req.phase), token)
-		return a, true
+		q := url.Values{}
+		for k, v := range map[string]string{"phase": req.phase, "limit": req.limit} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		return get(t, r, "/v1/operations?"+q.Encode(), token), true
 	case fetchResult:
 		return get(t, r, path+"/result", token), true
 	case cancelOp:
@@ -170,14 +193,16 @@ func get(t *testing.T, r *rig, path, token string) answer {
 }
 
 // mcpUseCase drives them through the tools: get_job, list_jobs,
-// wait_job (1 s) and get_result. MCP has no cancel (a person's decision)
-// and the stdio server has one identity.
+// wait_job (1 s) and get_result. MCP has no cancel (a person's decision),
+// no audit tool and no list limit (a tool's list keeps the default
+// bound). Another agent's request goes through MCP over HTTP with its
+// token; the stdio server has one identity.
 func mcpUseCase(t *testing.T, r *rig, req request) (answer, bool) {
 	t.Helper()
 	var tool string
 	args := map[string]any{"operation_id": req.target}
 	switch {
-	case req.as != "", req.kind == cancelOp:
+	case req.kind == abandon && req.as != "", req.kind == cancelOp, req.kind == readEvents, req.limit != "":
 		return answer{class: notOffered}, true
 	case req.kind == readOp:
 		tool = pwmcp.ToolGetJob
@@ -191,7 +216,11 @@ func mcpUseCase(t *testing.T, r *rig, req request) (answer, bool) {
 	default:
 		return answer{}, false
 	}
-	res, err := mcpSession(t, r).CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	cs := mcpSession(t, r)
+	if req.as != "" {
+		cs = mcpSessionAs(t, r, map[string]string{otherAgent: otherAgentToken, stranger: strangerToken}[req.as])
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return answer{class: refused, text: err.Error()}, true
 	}

@@ -101,7 +101,7 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 	// Signals first, then the phase they are compared with: a change
 	// between the two is then a signal, not a miss.
 	signal, unsub := ws.s.o.Changes.Subscribe(id)
-	op, err := ws.s.o.Store.OperationGet(ctx, id)
+	op, err := ws.s.visible(ctx, id)
 	if err != nil {
 		unsub()
 		if errors.Is(err, pollwarden.ErrNotFound) {

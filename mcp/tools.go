@@ -86,7 +86,7 @@ func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any
 			case <-t.C:
 			}
 			msg := "waiting for " + id
-			if op, err := s.o.Store.OperationGet(ctx, id); err == nil {
+			if op, err := s.ops.Get(ctx, s.who(ctx), id); err == nil {
 				msg = fmt.Sprintf("%s: phase %s, %d of %d status requests used", id, op.Phase, op.StatusRequestsUsed, op.MaxStatusRequests)
 				if op.LastState != "" {
 					msg += ", last state " + op.LastState

@@ -206,6 +206,10 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	np := policy.NewParams{ID: p.OperationID, ProviderJobID: p.JobID, StatusURL: p.StatusURL,
 		MayRaise: p.Caller.mayRaise(), Owner: p.Caller.owner(), By: p.Caller.by()}
 	vars, varsErr := contract.OperationVars(ct, p.Vars, p.StatusURL != "")
+	if p.Submit != nil {
+		// A submission's status URL may come from its answer.
+		vars, varsErr = contract.SubmitVars(ct, p.Vars)
+	}
 	if varsErr != nil {
 		probs.add("vars", "%s: %v", p.name("vars"), varsErr)
 	}
@@ -278,8 +282,8 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 }
 
 // coreProblems adds the core's problems with probe (policy.NewOperation),
-// each one that only an approver could lift marked Widens, with its field:
-// those the same request made by an approver would not have.
+// with their fields; a limit above the contract's is marked Widens: only
+// an approver could lift it.
 func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) {
 	_, _, err := policy.NewOperation(ct, probe, now)
 	pe, ok := errors.AsType[*policy.ParamsError](err)
@@ -289,30 +293,8 @@ func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time
 		}
 		return
 	}
-	still := map[string]bool{}
-	if !probe.MayRaise {
-		probe.MayRaise = true
-		_, _, err := policy.NewOperation(ct, probe, now)
-		if asApprover, ok := errors.AsType[*policy.ParamsError](err); ok {
-			for _, m := range asApprover.Problems {
-				still[m] = true
-			}
-		}
-	} else {
-		for _, m := range pe.Problems {
-			still[m] = true
-		}
-	}
-	for _, m := range pe.Problems {
-		pr := Problem{Message: m, Widens: !still[m]}
-		if pr.Widens {
-			for _, f := range []string{"max_status_requests", "max_transport_failures", "deadline"} {
-				if strings.HasPrefix(m, strings.ReplaceAll(f, "_", " ")+" ") {
-					pr.Field = f
-				}
-			}
-		}
-		probs.List = append(probs.List, pr)
+	for _, pp := range pe.Problems {
+		probs.List = append(probs.List, Problem{Field: pp.Field, Message: pp.Message, Widens: pp.AboveContract})
 	}
 }
 

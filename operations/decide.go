@@ -4,10 +4,10 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/policy"
 )
@@ -26,10 +26,10 @@ type ExtensionParams struct {
 // (R20). It grants nothing: the limits stay as they are until an approver
 // decides. A request on a finished operation is a conflict, and nothing is
 // written to its audit.
-func (s *Service) RequestExtension(ctx context.Context, p ExtensionParams) (*pollwarden.Operation, controller.ExtensionRequest, error) {
-	ext, err := controller.ParseExtension(p.ExtraTime, p.ExtraStatusRequests, p.Justification)
+func (s *Service) RequestExtension(ctx context.Context, p ExtensionParams) (*pollwarden.Operation, pollwarden.ExtensionRequest, error) {
+	ext, err := parseExtension(p)
 	if err != nil {
-		return nil, ext, refuse(Invalid, "", "%s", trimSentinel(err))
+		return nil, ext, err
 	}
 	if _, err := s.visible(ctx, p.Caller, p.ID); err != nil {
 		return nil, ext, err
@@ -41,6 +41,30 @@ func (s *Service) RequestExtension(ctx context.Context, p ExtensionParams) (*pol
 		return nil, ext, writeProblem(err, p.ID)
 	}
 	return op, ext, nil
+}
+
+// parseExtension reads an extension request as typed: the extra time as a
+// duration ("15m", "0s"), the justification trimmed. Every problem is
+// reported at once, each with its field.
+func parseExtension(p ExtensionParams) (pollwarden.ExtensionRequest, error) {
+	probs := &Problems{Kind: Invalid}
+	d, err := time.ParseDuration(p.ExtraTime)
+	badTime := err != nil || d < 0
+	if badTime {
+		probs.add("extra_time", "extra_time %s must be a non-negative duration such as 15m or 0s", display.Clip(p.ExtraTime))
+		d = 0
+	}
+	ext := pollwarden.ExtensionRequest{ExtraTime: d, ExtraStatusRequests: p.ExtraStatusRequests, Justification: strings.TrimSpace(p.Justification)}
+	for _, fp := range ext.Problems() {
+		if badTime && fp.Field == "extra_time" {
+			continue // said above, as typed
+		}
+		probs.add(fp.Field, "%s", fp.Message)
+	}
+	if err := probs.orNil(); err != nil {
+		return pollwarden.ExtensionRequest{}, err
+	}
+	return ext, nil
 }
 
 // DecisionParams is a person's answer to an operation, as typed.

@@ -164,3 +164,71 @@ func TestAbandonIsTheOwnersOrAnApprovers(t *testing.T) {
 		t.Errorf("an agent's decision: %v, want forbidden", err)
 	}
 }
+
+// TestExtensionReportsEachFieldOnce: an extra time that is not a duration
+// is refused as typed, once (not again as "both zero"), beside the other
+// problems, each with its field; nothing reaches the audit.
+func TestExtensionReportsEachFieldOnce(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	owner := token("build-agent", pollwarden.RoleAgent, "")
+	if _, _, err := w.ops.Create(ctx, operations.CreateParams{Caller: owner, CreateRequest: operations.CreateRequest{OperationID: "op-x", Contract: "export", JobID: "run"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := w.ops.RequestExtension(ctx, operations.ExtensionParams{Caller: owner, ID: "op-x", ExtraTime: "soon", ExtraStatusRequests: -2})
+	p, ok := operations.AsProblems(err)
+	if !ok || p.Kind != operations.Invalid {
+		t.Fatalf("got %v, want invalid", err)
+	}
+	var fields []string
+	for _, pr := range p.List {
+		fields = append(fields, pr.Field)
+	}
+	if got := strings.Join(fields, ","); got != "extra_time,extra_status_requests,justification" || !strings.Contains(p.Error(), `"soon"`) {
+		t.Errorf("problems on %s: %v", got, err)
+	}
+	events, err := w.store.EventList(ctx, "op-x")
+	if err != nil || len(events) != 1 {
+		t.Errorf("the refused request wrote to the audit: %d events, %v", len(events), err)
+	}
+	if _, ext, err := w.ops.RequestExtension(ctx, operations.ExtensionParams{Caller: owner, ID: "op-x", ExtraTime: "0s", ExtraStatusRequests: 2, Justification: "  slow export  "}); err != nil || ext.Justification != "slow export" {
+		t.Errorf("requests only: %+v %v", ext, err)
+	}
+}
+
+// TestListLimitIsOneRule: a token's caller and an agent's tool list 1 to
+// 1000 operations; a person at the store file (the CLI) also may ask for
+// 0, all, and gets all by default. Each bad limit names the field as the
+// door spells it.
+func TestListLimitIsOneRule(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	cli := operations.Caller{Local: true, Owner: "cli:alice"}
+	for _, job := range []string{"run", "run2", "run3"} {
+		if _, _, err := w.ops.Create(ctx, operations.CreateParams{Caller: cli, CreateRequest: operations.CreateRequest{Contract: "export", JobID: job}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tool := operations.Caller{Local: true, Owner: "mcp", Tool: true}
+	api := token("alice", pollwarden.RoleApprover, "")
+	for _, tc := range []struct {
+		who   string
+		c     operations.Caller
+		limit string
+		want  int // -1: refused
+	}{
+		{"cli", cli, "", 3}, {"cli", cli, "0", 3}, {"cli", cli, "2", 2}, {"cli", cli, "5000", 3}, {"cli", cli, "-1", -1}, {"cli", cli, "x", -1},
+		{"tool", tool, "", 3}, {"tool", tool, "0", -1}, {"tool", tool, "1001", -1}, {"tool", tool, "1000", 3},
+		{"api", api, "0", -1}, {"api", api, "1", 1}, {"api", api, "1001", -1},
+	} {
+		p := operations.ListParams{Caller: tc.c, Limit: tc.limit, Names: map[string]string{"limit": "--limit"}}
+		list, err := w.ops.List(ctx, p)
+		checkErr := operations.CheckList(p)
+		switch {
+		case tc.want < 0 && (operations.KindOf(err) != operations.Invalid || !strings.Contains(err.Error(), "--limit") || checkErr == nil):
+			t.Errorf("%s limit %q: %v (check %v), want refused naming --limit", tc.who, tc.limit, err, checkErr)
+		case tc.want >= 0 && (err != nil || len(list) != tc.want || checkErr != nil):
+			t.Errorf("%s limit %q: %d operations, %v (check %v), want %d", tc.who, tc.limit, len(list), err, checkErr, tc.want)
+		}
+	}
+}

@@ -10,13 +10,29 @@ import (
 	"github.com/pollwarden/pollwarden/internal/display"
 )
 
+// Reader runs the read use cases (Get, Events, List) over a store alone,
+// for a door that only shows records (the CLI's ops list, audit show):
+// the same rule of who sees what as every other door, without a
+// controller or contracts.
+type Reader struct {
+	store pollwarden.Store
+}
+
+// NewReader returns the read use cases over st.
+func NewReader(st pollwarden.Store) *Reader {
+	if st == nil {
+		panic("operations.NewReader: a store is required")
+	}
+	return &Reader{store: st}
+}
+
 // Get reads operation id for c; one c may not see is not found.
-func (s *Service) Get(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
+func (s *Reader) Get(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
 	return s.visible(ctx, c, id)
 }
 
 // Events reads operation id's audit events, oldest first, for c.
-func (s *Service) Events(ctx context.Context, c Caller, id string) ([]pollwarden.Event, error) {
+func (s *Reader) Events(ctx context.Context, c Caller, id string) ([]pollwarden.Event, error) {
 	if _, err := s.visible(ctx, c, id); err != nil {
 		return nil, err
 	}
@@ -28,13 +44,14 @@ type ListParams struct {
 	Caller Caller
 	// Phase as typed; "" lists every phase.
 	Phase string
-	// Limit as typed; "" is defaultListLimit.
+	// Limit as typed; "" is the default (see List).
 	Limit string
 	// Names spells each field as the door shows it ("--phase").
 	Names map[string]string
 }
 
-// The bounds of a list, so one call cannot pull a whole fleet's history.
+// The bounds of a caller's list, so one request cannot pull a whole
+// fleet's history through a door.
 const (
 	defaultListLimit = 100
 	maxListLimit     = 1000
@@ -43,26 +60,15 @@ const (
 // List reads operations, newest first, filtered by phase and bounded. A
 // caller that sees only its own operations lists only those; the store
 // filters them, so the limit counts the caller's operations.
-func (s *Service) List(ctx context.Context, p ListParams) ([]*pollwarden.Operation, error) {
-	name := func(f string) string {
-		if n, ok := p.Names[f]; ok {
-			return n
-		}
-		return f
-	}
-	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit}
-	probs := &Problems{Kind: Invalid}
-	if lp.Phase != "" && !lp.Phase.Known() {
-		probs.add("phase", "%s %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", name("phase"), display.Clip(p.Phase))
-	}
-	if p.Limit != "" {
-		n, err := strconv.Atoi(p.Limit)
-		if err != nil || n < 1 || n > maxListLimit {
-			probs.add("limit", "%s %s: want 1 to %d", name("limit"), display.Clip(p.Limit), maxListLimit)
-		}
-		lp.Limit = n
-	}
-	if err := probs.orNil(); err != nil {
+//
+// The limit is 1 to 1000, 100 by default. A person at the store file
+// (the CLI: local, not a tool), who could read it whole anyway, lists
+// every operation by default, and "0" asks for all of them; an agent's
+// tool keeps the bounds even on a local store, so an answer fits a
+// model's context.
+func (s *Reader) List(ctx context.Context, p ListParams) ([]*pollwarden.Operation, error) {
+	lp, err := listParams(p)
+	if err != nil {
 		return nil, err
 	}
 	owner, ok := p.Caller.listOwner()
@@ -71,6 +77,44 @@ func (s *Service) List(ctx context.Context, p ListParams) ([]*pollwarden.Operati
 	}
 	lp.Owner = owner
 	return s.store.OperationList(ctx, lp)
+}
+
+// CheckList judges p as List does, without a store: a door that must not
+// open its store for a bad request (the CLI) asks first.
+func CheckList(p ListParams) error {
+	_, err := listParams(p)
+	return err
+}
+
+// listParams turns p's phase and limit into the store's filter, or
+// refuses them, naming each bad one.
+func listParams(p ListParams) (pollwarden.ListParams, error) {
+	name := func(f string) string {
+		if n, ok := p.Names[f]; ok {
+			return n
+		}
+		return f
+	}
+	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit}
+	all := p.Caller.Local && !p.Caller.Tool
+	if all {
+		lp.Limit = 0
+	}
+	probs := &Problems{Kind: Invalid}
+	if lp.Phase != "" && !lp.Phase.Known() {
+		probs.add("phase", "%s %s: want waiting, cancelling, succeeded, failed, cancelled, expired or escalated", name("phase"), display.Clip(p.Phase))
+	}
+	if p.Limit != "" {
+		n, err := strconv.Atoi(p.Limit)
+		switch {
+		case all && (err != nil || n < 0):
+			probs.add("limit", "%s %s: want 0 (all) or more", name("limit"), display.Clip(p.Limit))
+		case !all && (err != nil || n < 1 || n > maxListLimit):
+			probs.add("limit", "%s %s: want 1 to %d", name("limit"), display.Clip(p.Limit), maxListLimit)
+		}
+		lp.Limit = n
+	}
+	return lp, probs.orNil()
 }
 
 // WaitParams is a request to hold the answer until the operation's phase

@@ -37,11 +37,12 @@ type Options struct {
 	Recheck time.Duration
 }
 
-// Service runs the use cases over one controller and its store.
+// Service runs the use cases over one controller and its store; its
+// reads are the Reader's.
 type Service struct {
-	o     Options
-	ctl   *controller.Controller
-	store pollwarden.Store
+	*Reader
+	o   Options
+	ctl *controller.Controller
 }
 
 // New checks opts and returns a Service.
@@ -58,7 +59,7 @@ func New(o Options) *Service {
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
 	}
-	return &Service{o: o, ctl: o.Controller, store: o.Controller.Store()}
+	return &Service{Reader: NewReader(o.Controller.Store()), o: o, ctl: o.Controller}
 }
 
 // Caller is who asks, as the door authenticated it.
@@ -126,7 +127,7 @@ func (c Caller) listOwner() (string, bool) {
 
 // visible reads operation id for c: one c may not see is not found, in
 // the same words as one that does not exist.
-func (s *Service) visible(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
+func (s *Reader) visible(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
 	if id == "" {
 		return nil, refuse(Invalid, "operation_id", "operation_id is required")
 	}

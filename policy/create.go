@@ -59,34 +59,37 @@ type NewParams struct {
 // must be UTF-8 text: a door that decoded JSON has checked the raw bytes
 // already, this catches the others (the command line).
 func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
-	var problems []string
+	var problems []ParamProblem
 	lim := c.Limits
 	deadline := now.Add(lim.Deadline)
 	if !p.Deadline.IsZero() {
 		switch {
 		case !p.Deadline.After(now):
-			problems = append(problems, fmt.Sprintf("deadline %s is not in the future", p.Deadline.UTC().Format(time.RFC3339)))
+			problems = append(problems, ParamProblem{Field: "deadline",
+				Message: fmt.Sprintf("deadline %s is not in the future", p.Deadline.UTC().Format(time.RFC3339))})
 		case p.Deadline.Sub(now) > pollwarden.MaxSpan:
-			problems = append(problems, fmt.Sprintf("deadline %s is more than %s (a year) from now, the most any deadline may be",
-				p.Deadline.UTC().Format(time.RFC3339), pollwarden.ShortDuration(pollwarden.MaxSpan)))
+			problems = append(problems, ParamProblem{Field: "deadline",
+				Message: fmt.Sprintf("deadline %s is more than %s (a year) from now, the most any deadline may be",
+					p.Deadline.UTC().Format(time.RFC3339), pollwarden.ShortDuration(pollwarden.MaxSpan))})
 		case p.Deadline.After(deadline) && !p.MayRaise:
-			problems = append(problems, fmt.Sprintf("deadline %s is later than the contract's %s; only an approver may raise it",
-				p.Deadline.UTC().Format(time.RFC3339), lim.Deadline))
+			problems = append(problems, ParamProblem{Field: "deadline", AboveContract: true,
+				Message: fmt.Sprintf("deadline %s is later than the contract's %s; only an approver may raise it",
+					p.Deadline.UTC().Format(time.RFC3339), lim.Deadline)})
 		default:
 			deadline = p.Deadline
 		}
 	}
-	maxReq := pickLimit(&problems, "max status requests", p.MaxStatusRequests, lim.MaxStatusRequests, p.MayRaise)
-	maxFail := pickLimit(&problems, "max transport failures", p.MaxTransportFailures, lim.MaxTransportFailures, p.MayRaise)
+	maxReq := pickLimit(&problems, "max_status_requests", "max status requests", p.MaxStatusRequests, lim.MaxStatusRequests, p.MayRaise)
+	maxFail := pickLimit(&problems, "max_transport_failures", "max transport failures", p.MaxTransportFailures, lim.MaxTransportFailures, p.MayRaise)
 	if p.ProviderJobID == "" && p.StatusURL == "" && p.Submission == nil {
-		problems = append(problems, "a job id or a status URL is required")
+		problems = append(problems, ParamProblem{Field: "job_id", Message: "a job id or a status URL is required"})
 	}
 	if p.ID == "" {
-		problems = append(problems, "an operation id is required")
+		problems = append(problems, ParamProblem{Field: "operation_id", Message: "an operation id is required"})
 	}
-	for _, f := range []struct{ name, v string }{{"operation id", p.ID}, {"job id", p.ProviderJobID}, {"status URL", p.StatusURL}} {
+	for _, f := range []struct{ field, name, v string }{{"operation_id", "operation id", p.ID}, {"job_id", "job id", p.ProviderJobID}, {"status_url", "status URL", p.StatusURL}} {
 		if err := pollwarden.CheckText(f.name, f.v); err != nil {
-			problems = append(problems, strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+			problems = append(problems, ParamProblem{Field: f.field, Message: strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")})
 		}
 	}
 	if len(problems) > 0 {
@@ -130,15 +133,31 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	return op, []pollwarden.Event{ev}, nil
 }
 
-// ParamsError is NewOperation's refusal: every problem of the request, in
-// words, so that a door can tell them apart (which one only an approver
-// could lift). It is a pollwarden.ErrInvalid.
+// ParamsError is NewOperation's refusal: every problem of the request,
+// each with its field and whether an approver's request would not have it,
+// so that a door can tell them apart without reading the words. It is a
+// pollwarden.ErrInvalid.
 type ParamsError struct {
-	Problems []string
+	Problems []ParamProblem
+}
+
+// ParamProblem is one problem of NewParams.
+type ParamProblem struct {
+	// Field is the request's field, as the API names it ("deadline",
+	// "max_status_requests", "operation_id").
+	Field   string
+	Message string
+	// AboveContract marks a limit above the contract's: only an approver
+	// may raise it, so the same request made by one would be accepted.
+	AboveContract bool
 }
 
 func (e *ParamsError) Error() string {
-	return pollwarden.ErrInvalid.Error() + ": " + strings.Join(e.Problems, "; ")
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Message
+	}
+	return pollwarden.ErrInvalid.Error() + ": " + strings.Join(msgs, "; ")
 }
 
 func (e *ParamsError) Unwrap() error { return pollwarden.ErrInvalid }
@@ -154,16 +173,17 @@ func cloneActor(a *pollwarden.Actor) *pollwarden.Actor {
 // pickLimit is the operation's limit for a caller's ask: the contract's
 // when none, the ask when it is positive, within pollwarden.MaxCount and
 // (unless an approver asks) within the contract's.
-func pickLimit(problems *[]string, name string, asked, contract int, mayRaise bool) int {
+func pickLimit(problems *[]ParamProblem, field, name string, asked, contract int, mayRaise bool) int {
 	switch {
 	case asked == 0:
 		return contract
 	case asked < 0:
-		*problems = append(*problems, fmt.Sprintf("%s must be positive, got %d", name, asked))
+		*problems = append(*problems, ParamProblem{Field: field, Message: fmt.Sprintf("%s must be positive, got %d", name, asked)})
 	case asked > pollwarden.MaxCount:
-		*problems = append(*problems, fmt.Sprintf("%s %d is above %d, the most any operation may have", name, asked, pollwarden.MaxCount))
+		*problems = append(*problems, ParamProblem{Field: field, Message: fmt.Sprintf("%s %d is above %d, the most any operation may have", name, asked, pollwarden.MaxCount)})
 	case asked > contract && !mayRaise:
-		*problems = append(*problems, fmt.Sprintf("%s %d is above the contract's %d; only an approver may raise it", name, asked, contract))
+		*problems = append(*problems, ParamProblem{Field: field, AboveContract: true,
+			Message: fmt.Sprintf("%s %d is above the contract's %d; only an approver may raise it", name, asked, contract)})
 	}
 	return asked
 }

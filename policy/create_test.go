@@ -47,21 +47,43 @@ func TestR4_RecordKeepsJobAccountFingerprintAndTerminalStates(t *testing.T) {
 	}
 }
 
+// TestR10_LimitsMayBeLoweredNotRaised: each refusal names its field, and
+// only a limit above the contract's is marked as one an approver may
+// raise: a door tells them apart by these fields, never by the words.
 func TestR10_LimitsMayBeLoweredNotRaised(t *testing.T) {
 	c := testContract()
-	for name, p := range map[string]NewParams{
-		"raise requests":       {ProviderJobID: "j", MaxStatusRequests: 13},
-		"raise failures":       {ProviderJobID: "j", MaxTransportFailures: 4},
-		"later deadline":       {ProviderJobID: "j", Deadline: t0.Add(41 * time.Minute)},
-		"negative budget":      {ProviderJobID: "j", MaxStatusRequests: -1},
-		"deadline in the past": {ProviderJobID: "j", Deadline: t0.Add(-time.Second)},
-		"no job":               {},
+	for name, tc := range map[string]struct {
+		p     NewParams
+		field string
+		above bool
+	}{
+		"raise requests":       {NewParams{ProviderJobID: "j", MaxStatusRequests: 13}, "max_status_requests", true},
+		"raise failures":       {NewParams{ProviderJobID: "j", MaxTransportFailures: 4}, "max_transport_failures", true},
+		"later deadline":       {NewParams{ProviderJobID: "j", Deadline: t0.Add(41 * time.Minute)}, "deadline", true},
+		"above every limit":    {NewParams{ProviderJobID: "j", MaxStatusRequests: pollwarden.MaxCount + 1}, "max_status_requests", false},
+		"deadline past a year": {NewParams{ProviderJobID: "j", Deadline: t0.Add(pollwarden.MaxSpan + time.Hour)}, "deadline", false},
+		"negative budget":      {NewParams{ProviderJobID: "j", MaxStatusRequests: -1}, "max_status_requests", false},
+		"deadline in the past": {NewParams{ProviderJobID: "j", Deadline: t0.Add(-time.Second)}, "deadline", false},
+		"no job":               {NewParams{}, "job_id", false},
+		"job id not text":      {NewParams{ProviderJobID: "j\xff"}, "job_id", false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p.ID = "op"
-			_, _, err := NewOperation(c, p, t0)
-			if !errors.Is(err, pollwarden.ErrInvalid) {
-				t.Fatalf("err %v, want ErrInvalid", err)
+			tc.p.ID = "op"
+			_, _, err := NewOperation(c, tc.p, t0)
+			pe, ok := errors.AsType[*ParamsError](err)
+			if !ok || !errors.Is(err, pollwarden.ErrInvalid) || len(pe.Problems) != 1 {
+				t.Fatalf("err %v, want one ParamsError problem", err)
+			}
+			if got := pe.Problems[0]; got.Field != tc.field || got.AboveContract != tc.above || got.Message == "" {
+				t.Errorf("problem %+v, want field %s, above the contract's %v", got, tc.field, tc.above)
+			}
+			tc.p.MayRaise = true
+			_, _, err = NewOperation(c, tc.p, t0)
+			if tc.above && err != nil {
+				t.Errorf("an approver's same request: %v, want accepted", err)
+			}
+			if !tc.above && err == nil {
+				t.Error("an approver's same request was accepted: the problem is not the contract's limit")
 			}
 		})
 	}

@@ -44,10 +44,10 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 	var opts []pollwarden.Option
 	ext := c.Escalation
 	switch {
-	case c.Status.UnsafeMethod && op.ApprovedCalls <= 0 && r == pollwarden.ReasonIntegrationFailure:
+	case c.Status.EachCallNeedsApproval() && op.ApprovedCalls <= 0 && r == pollwarden.ReasonIntegrationFailure:
 		opts = append(opts, pollwarden.Option{
 			ID:              pollwarden.OptionApproveCall,
-			Label:           fmt.Sprintf("Approve one %s status call (request %d of %d)", c.Status.Method, op.StatusRequestsUsed+1, op.MaxStatusRequests),
+			Label:           approveCallLabel(op, c),
 			GrantsAuthority: true,
 		})
 	case r != pollwarden.ReasonAuthorizationDenied:
@@ -117,11 +117,7 @@ func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts 
 	b.WriteString("External job needs a decision\n")
 	// Ids, the state and the detail come from an agent or a provider:
 	// escaped, they cannot add a line to the message.
-	job := display.Value(op.ProviderJobID)
-	if op.ProviderJobID == "" {
-		job = "(status URL " + display.Text(op.StatusURL) + ")"
-	}
-	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", display.Value(op.ID), job)
+	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", display.Value(op.ID), jobText(op))
 	if len(op.Vars) > 0 {
 		fmt.Fprintf(&b, "Variables: %s\n", display.Text(VarsText(op.Vars)))
 	}

@@ -30,8 +30,9 @@ type GateResult struct {
 	Until   time.Time
 	Op      *pollwarden.Operation
 	Events  []pollwarden.Event
-	// Spread is set with Wait when a late wake-up was spread (R9): Op has
-	// its new NextPollAt and must be saved, with Events, before sleeping.
+	// Spread is set with Wait when Op has a new NextPollAt that must be
+	// saved, with Events, before sleeping: a late wake-up was spread (R9),
+	// or a poll waits for the safety net (CallbackLedger.HoldWaiting).
 	Spread bool
 }
 
@@ -73,9 +74,8 @@ func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up 
 		return stop(op, c, pollwarden.ReasonDeadlineExceeded, "the deadline arrived before the next status request", now)
 	case op.StatusRequestsUsed >= op.MaxStatusRequests:
 		return stop(op, c, pollwarden.ReasonRequestBudgetExhausted, "every allowed status request was used", now)
-	case c.Status.UnsafeMethod && op.ApprovedCalls <= 0:
-		return stop(op, c, pollwarden.ReasonIntegrationFailure,
-			"the status call "+c.Status.Method+" is not a safe method; each call needs an approver", now)
+	case c.Status.EachCallNeedsApproval() && op.ApprovedCalls <= 0:
+		return stop(op, c, pollwarden.ReasonIntegrationFailure, approvalDetail(op, c), now)
 	case now.Before(op.NextPollAt):
 		return GateResult{Verdict: Wait, Until: op.NextPollAt, Op: op}
 	}
@@ -124,7 +124,8 @@ func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time,
 	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: next.NextPollSource,
 		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
-		Detail: fmt.Sprintf("late wake-up, %s overdue: the one request is spread", now.Sub(op.NextPollAt).Round(time.Second)),
+		Detail: fmt.Sprintf("late wake-up, %s after the check was due, with nothing running meanwhile: the missed checks are not made up; one request is sent, a little later so that late operations do not all send at once",
+			now.Sub(op.NextPollAt).Round(time.Second)),
 	})
 	return GateResult{Verdict: Wait, Until: at, Op: next, Events: []pollwarden.Event{ev}, Spread: true}, true
 }
@@ -170,7 +171,7 @@ func CountRequest(op *pollwarden.Operation, c *pollwarden.Contract, now time.Tim
 	next := op.Clone()
 	next.StatusRequestsUsed++
 	next.NextPollSpread = false
-	if c.Status.UnsafeMethod {
+	if c.Status.EachCallNeedsApproval() {
 		next.ApprovedCalls--
 	}
 	dl := next.DeadlineAt

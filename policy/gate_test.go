@@ -2,6 +2,7 @@ package policy
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +157,13 @@ func TestR9_LateWakeUpIsSpreadOnceThenSends(t *testing.T) {
 	d := Delay(c.Backoff, 6, op.JitterFactor)
 	if g.Until.Before(late) || !g.Until.Before(late.Add(d)) || !g.Op.NextPollAt.Equal(g.Until) || !g.Op.NextPollSpread {
 		t.Fatalf("spread to %s (record %s, marked %v), want in [%s, %s)", g.Until, g.Op.NextPollAt, g.Op.NextPollSpread, late, late.Add(d))
+	}
+	// The story says it in words: how late, and that nothing is made up.
+	if len(g.Events) == 0 {
+		t.Fatal("late wake-up: no event recorded")
+	}
+	if d := g.Events[0].Data.Detail; !strings.Contains(d, "late wake-up, 8m0s after the check was due") || !strings.Contains(d, "the missed checks are not made up") {
+		t.Fatalf("late wake-up told as %q", d)
 	}
 	if len(g.Events) != 1 || g.Events[0].Kind != pollwarden.EventNextCheckScheduled || !g.Events[0].Data.NextPollAt.Equal(g.Until) {
 		t.Fatalf("events %+v, want one next_check_scheduled at the new time", g.Events)

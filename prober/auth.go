@@ -22,6 +22,8 @@ import (
 type authorizer struct {
 	secrets []string
 	apply   func(req *http.Request, body []byte) error
+	// session is the provider session id the requests carry, "" for none.
+	session string
 }
 
 // tokenFailure is a token endpoint that did not give a token: the status
@@ -32,10 +34,21 @@ type tokenFailure struct {
 
 func (e *tokenFailure) Error() string { return e.detail }
 
-// authorize resolves the credential at request time. It returns nil when
-// the contract has none; a *tokenFailure when minting failed; any other
-// error names a reference that could not be read.
+// authorize resolves the credential at request time and, for a contract
+// with a session handshake, the session. It returns nil when the contract
+// has neither; a *tokenFailure when minting failed; a *sessionFailure when
+// the handshake gave no session; any other error names a reference that
+// could not be read.
 func (p *Prober) authorize(ctx context.Context, c *pollwarden.Contract) (*authorizer, error) {
+	auth, err := p.credentialAuth(ctx, c)
+	if err != nil || c.Status.Session == nil {
+		return auth, err
+	}
+	return p.withSession(ctx, c, auth)
+}
+
+// credentialAuth resolves the credential alone.
+func (p *Prober) credentialAuth(ctx context.Context, c *pollwarden.Contract) (*authorizer, error) {
 	cred := c.Status.Credential
 	if cred == nil {
 		return nil, nil

@@ -28,6 +28,15 @@ const (
 	MaxRedirects = 5
 )
 
+// callTimeout is one request's bound: the contract's status timeout, or
+// DefaultTimeout when it is unset.
+func callTimeout(c *pollwarden.Contract) time.Duration {
+	if c.Status.Timeout > 0 {
+		return c.Status.Timeout
+	}
+	return DefaultTimeout
+}
+
 // Options configure a Prober. Only Now is required.
 type Options struct {
 	// Transport defaults to a clone of http.DefaultTransport with the
@@ -57,6 +66,9 @@ type Prober struct {
 	tokens tokenCache
 	// cas holds the clients of contracts that trust their own CA.
 	cas caClients
+	// sessions holds the session ids of contracts with a handshake, in
+	// memory only.
+	sessions sessionCache
 }
 
 // New returns a Prober. It panics when opts.Now is nil, a programming error.
@@ -238,6 +250,10 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 	}
 	sc := newScrubber(secrets, c)
 	if err != nil {
+		var sf *sessionFailure
+		if errors.As(err, &sf) {
+			return sessionResponse(sf, sc, p.now())
+		}
 		var tf *tokenFailure
 		if !errors.As(err, &tf) {
 			return Response{CredentialError: err}
@@ -249,6 +265,13 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		return Response{Sent: true, SentAt: now, ReceivedAt: now, Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
 	}
 	resp := p.send(ctx, c, method, rawURL, auth, body)
+	if auth != nil && auth.session != "" && resp.Transport == "" && resp.Status == http.StatusNotFound {
+		// A 404 to a session id is the provider's word that the session
+		// ended (MCP streamable HTTP): the next request opens a new one.
+		p.sessions.forget(c, auth.session)
+		resp.body = nil
+		resp.Transport, resp.TransportDetail = pollwarden.TransportOther, "the provider ended the session (404); the next request opens a new one"
+	}
 	resp.TransportDetail = cut(sc.text(resp.TransportDetail), maxDetail)
 	resp.RetryAfter = cut(sc.text(resp.RetryAfter), maxRetryAfter)
 	resp.RequestID = cut(sc.text(resp.RequestID), maxRequestIDLen)

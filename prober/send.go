@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 )
@@ -29,10 +31,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		return Response{Transport: pollwarden.TransportRedirect, TransportDetail: err.Error() + "; nothing sent"}
 	}
 
-	timeout := c.Status.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := callTimeout(c)
 	limit := c.Status.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
@@ -65,6 +64,11 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		}
 		for k, v := range c.Status.Headers {
 			req.Header.Set(k, v)
+		}
+		if c.Status.PropagateTrace {
+			// Only the trace's ids: the span carries no secret, and the
+			// credential below is applied after, whatever this wrote.
+			propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 		}
 		if tag := ifNoneMatch(ctx); tag != "" && c.Status.Conditional == "etag" {
 			req.Header.Set("If-None-Match", tag)
@@ -118,6 +122,9 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		case int64(len(body)) > limit:
 			resp.BodyTooLarge = true
 		default:
+			if isEventStream(r.Header.Get("Content-Type")) {
+				body = eventStreamJSON(body)
+			}
 			resp.body = &answerBody{raw: body}
 		}
 		return resp

@@ -68,10 +68,7 @@ func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.Contract, rawURL 
 	if err := contract.CheckOrigin(c, u.String()); err != nil {
 		return SubmitAnswer{TransportDetail: err.Error()}
 	}
-	timeout := c.Status.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := callTimeout(c)
 	limit := c.Status.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
@@ -119,6 +116,9 @@ func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.Contract, rawURL 
 	case int64(len(raw)) > limit:
 		a.Problem = fmt.Sprintf("the answer is larger than max_body_bytes (%d)", limit)
 		return a
+	}
+	if isEventStream(r.Header.Get("Content-Type")) {
+		raw = eventStreamJSON(raw)
 	}
 	if a.Status >= 200 && a.Status < 300 {
 		a.JobID, a.Location, a.Problem = contract.SubmitAnswer(s, r.Header.Get, raw)

@@ -57,6 +57,9 @@ type loop struct {
 	// busy, and its step is told so (policy.Uptime), so it is not
 	// spread like a wake-up missed while no process was running (R9).
 	upSince time.Time
+	// submitAt is when the next fetch also looks for submissions left
+	// unanswered (sweepSubmissions).
+	submitAt time.Time
 	// missing holds operations whose missing contract was logged once.
 	missing  map[string]bool
 	ceilings map[string]*ceiling
@@ -97,6 +100,10 @@ func (l *loop) iterate(ctx context.Context) time.Time {
 		l.fetch(ctx, now)
 		if ctx.Err() != nil {
 			return now
+		}
+		if !now.Before(l.submitAt) {
+			l.submitAt = now.Add(submitSweepEvery * s.poll)
+			l.sweepSubmissions(ctx, now)
 		}
 	} else {
 		l.admit(arrived)

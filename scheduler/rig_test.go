@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -69,6 +70,9 @@ type rig struct {
 	store *sqlite.Store
 	set   *contracts
 	clock pollwarden.Clock
+	// base is the provider transport under the scheduler's; nil is the
+	// default (loopback TCP).
+	base http.RoundTripper
 }
 
 func newRig(t testing.TB) *rig {
@@ -120,7 +124,7 @@ func (r *rig) controller(st pollwarden.Store, owner string, onChange func(*pollw
 	return controller.New(controller.Options{
 		Store: st, Clock: r.clock, Owner: owner, OnChange: onChange,
 		Rand:   rand.New(rand.NewPCG(uint64(len(owner)), 7)), // the controller serialises it
-		Prober: prober.New(prober.Options{Now: r.clock.Now, Transport: scheduler.Transport(nil)}),
+		Prober: prober.New(prober.Options{Now: r.clock.Now, Transport: scheduler.Transport(r.base)}),
 	})
 }
 
@@ -257,7 +261,8 @@ func countBefore(ts []time.Time, t time.Time) int {
 }
 
 // noSchedulerGoroutines fails if a goroutine of the scheduler or of a
-// step is still alive.
+// step is still alive. In a synctest bubble it looks only at the
+// bubble's goroutines, so bubbled tests can run in parallel.
 func noSchedulerGoroutines(t testing.TB) {
 	t.Helper()
 	var left []string
@@ -265,9 +270,14 @@ func noSchedulerGoroutines(t testing.TB) {
 		left = left[:0]
 		buf := make([]byte, 4<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		for _, g := range strings.Split(string(buf), "\n\n") {
+		goroutines := strings.Split(string(buf), "\n\n")
+		mine := bubbleOf(goroutines[0]) // the first is the caller's
+		for _, g := range goroutines {
 			// The goroutine running this check has no such frame; a Run
 			// still running from a test's start() has.
+			if bubbleOf(g) != mine {
+				continue
+			}
 			if strings.Contains(g, "pollwarden/scheduler.") || strings.Contains(g, "pollwarden/controller.(*Controller).Step") {
 				left = append(left, g)
 			}
@@ -300,4 +310,16 @@ func (b *logBuffer) String() string {
 
 func (b *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// bubbleOf is the synctest bubble named in a goroutine's stack header
+// ("goroutine 21 [chan receive (durable), synctest bubble 1]:"), empty
+// outside any bubble.
+func bubbleOf(g string) string {
+	header, _, _ := strings.Cut(g, "\n")
+	_, b, ok := strings.Cut(header, "synctest bubble ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimRight(b, "]:")
 }

@@ -56,3 +56,53 @@ func BenchmarkBrooker(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTargets reports the schedule and callback targets as
+// benchmark metrics, each from one run of seed 1 (the figures are exact
+// for their seed; the time is the run's): herd burstiness and the ratios
+// to smithy-waiter, and the callback scenario with every callback
+// delivered and with every one lost, against the policy deaf to them.
+//
+//	go test -run '^$' -bench BenchmarkTargets -benchtime 1x ./sim/
+func BenchmarkTargets(b *testing.B) {
+	cases := []struct {
+		name     string
+		scenario string
+		loss     float64
+		metrics  map[string]string // target name → metric unit
+	}{
+		{"herd", Herd, 0, map[string]string{
+			"burstiness_after_30s":              "burstiness",
+			"requests_per_job_vs_smithy_waiter": "req-vs-smithy",
+			"lag_p99_vs_smithy_waiter":          "lagp99-vs-smithy",
+		}},
+		{"callback-delivered", Callback, 0, map[string]string{
+			"requests_per_job_every_callback_delivered": "req/job",
+			"lag_p99_s_every_callback_delivered":        "lagp99-s",
+		}},
+		{"callback-lost", Callback, 1, map[string]string{
+			"requests_per_job_vs_without_callbacks": "req-vs-deaf",
+			"lag_p99_vs_without_callbacks":          "lagp99-vs-deaf",
+		}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			c, err := DefaultConfig(tc.scenario, 10_000, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.CallbackLoss = tc.loss
+			var rep *Report
+			for b.Loop() {
+				if rep, err = Run(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, t := range rep.Targets {
+				if unit, ok := tc.metrics[t.Name]; ok && t.Strategy == Pollwarden {
+					b.ReportMetric(t.Value, unit)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"strconv"
 	"time"
@@ -99,41 +98,10 @@ type realPolicy struct {
 	exp  *experiment // nil for "pollwarden"
 
 	// Callbacks (the callback scenario): cb says this strategy acts on
-	// them; trust is what it learned of the contract's callbacks, arrived
-	// which operations' callbacks came, silent which ended unannounced.
-	cb      bool
-	trust   policy.CallbackTrust
-	arrived []bool
-	silent  []bool
-	// replaced is, per operation woken by a callback, the time its own
-	// schedule had chosen; evidence holds the times at which announced
-	// ends are counted (policy.CallbackTrust: at that time, not sooner).
-	replaced []int64
-	evidence int64Heap
-}
-
-// int64Heap is a min-heap of virtual times.
-type int64Heap []int64
-
-func (h int64Heap) Len() int           { return len(h) }
-func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
-func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *int64Heap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// trusted counts the announced ends due by now and says whether the
-// contract's callbacks are trusted.
-func (p *realPolicy) trusted(now int64) bool {
-	for len(p.evidence) > 0 && p.evidence[0] <= now {
-		heap.Pop(&p.evidence)
-		p.trust = p.trust.Observe(true)
-	}
-	return p.trust.Trusted()
+	// them; ledger is what it learned of the contract's callbacks, kept
+	// as the daemon's controller keeps it (policy.CallbackLedger).
+	cb     bool
+	ledger *policy.CallbackLedger
 }
 
 func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
@@ -155,12 +123,16 @@ func (p *realPolicy) init(e *engine) {
 	p.ops = make([]*pollwarden.Operation, n)
 	p.rngs = make([]rng, n)
 	if p.cb {
-		p.arrived, p.silent, p.replaced = make([]bool, n), make([]bool, n), make([]int64, n)
+		p.ledger = policy.NewCallbackLedger()
 	}
+	// The factors come from one sequence, as from a controller's
+	// (policy.FactorSequence), started from the strategy's own stream.
+	start := newRNG(p.seed, p.id+"/factors", 0)
+	factors := policy.NewFactorSequence(&start)
 	for k := range n {
 		id := "sim-" + strconv.Itoa(k)
 		p.rngs[k] = newRNG(p.seed, p.id, k)
-		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id, Rand: &p.rngs[k]}, at(e.pop.start[k]))
+		op, _, err := policy.NewOperation(p.c, policy.NewParams{ID: id, ProviderJobID: id, Rand: factors}, at(e.pop.start[k]))
 		if err != nil {
 			panic(err) // the contract is a constant; tests cover it
 		}
@@ -185,11 +157,9 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 	if p.cb {
 		// Trusted callbacks: a backoff poll scheduled before the trust
 		// was learned waits for the safety net instead.
-		if until, ok := policy.CallbackHold(op, p.c, t, p.trusted(now)); ok {
-			held := op.Clone()
-			held.NextPollAt = until
-			p.ops[k] = held
-			return since(until), true
+		if g, held := p.ledger.HoldWaiting(op, p.c, t); held {
+			p.ops[k] = g.Op
+			return since(g.Until), true
 		}
 	}
 	g := policy.GateUp(op, p.c, t, up)
@@ -212,27 +182,21 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 	if p.exp != nil {
 		p.exp.redraw(st.Op, t, p.rand(k))
 	}
+	if p.cb {
+		p.ledger.Polled(reserved, st.Op, t)
+		if st.Op.Phase == pollwarden.PhaseWaiting {
+			st = p.ledger.Hold(st, p.c, t)
+		}
+	}
 	p.ops[k] = st.Op
 	switch st.Op.Phase {
 	case pollwarden.PhaseWaiting:
-		if until, ok := policy.CallbackHold(st.Op, p.c, t, p.cb && p.trusted(now)); ok {
-			st.Op.NextPollAt = until
-		}
 		return since(st.Op.NextPollAt), true
 	case pollwarden.PhaseEscalated:
 		e.stop(string(st.Op.Reason))
 	case pollwarden.PhaseSucceeded:
 		if a != ansDone {
 			panic("sim: the policy succeeded on an answer that was not done")
-		}
-		if p.cb {
-			switch {
-			case reserved.NextPollSource == pollwarden.DelayCallback:
-				heap.Push(&p.evidence, p.replaced[k])
-			default:
-				p.trust = p.trust.Observe(p.arrived[k])
-				p.silent[k] = !p.arrived[k]
-			}
 		}
 	}
 	return 0, false
@@ -242,22 +206,17 @@ func (p *realPolicy) takesCallbacks() bool { return p.cb }
 
 // callback is operation k's provider callback arriving at now: the
 // policy's wake-up (policy.Callback) moves its next request earlier, as
-// the daemon's callback endpoint does. A callback for a job a poll has
-// already seen end tells the trust it was announced after all.
+// the daemon's callback endpoint does, and the ledger learns of it.
 func (p *realPolicy) callback(_ *engine, k int, now int64) (int64, bool) {
-	p.arrived[k] = true
 	op := p.ops[k]
-	if op.Phase != pollwarden.PhaseWaiting {
-		if p.silent[k] {
-			p.trust, p.silent[k] = p.trust.LateCallback(), false
-		}
-		return 0, false
+	var w policy.CallbackWake
+	if op.Phase == pollwarden.PhaseWaiting {
+		w = policy.Callback(op, p.c, at(now))
 	}
-	w := policy.Callback(op, p.c, at(now))
+	p.ledger.Callback(op, w)
 	if !w.Woken {
 		return 0, false
 	}
 	p.ops[k] = w.Op
-	p.replaced[k] = since(w.Replaced)
 	return since(w.Op.NextPollAt), true
 }

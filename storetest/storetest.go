@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"EventListUnknownOperation", testEventListUnknown},
 		{"ConcurrentSaversOneWinsEachVersion", testConcurrentSavers},
 		{"ConcurrentIncrementsNoneLost", testConcurrentIncrements},
+		{"PruneFinishedKeepsChain", testPrune},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh(t)) })
 	}

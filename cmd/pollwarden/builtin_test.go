@@ -15,8 +15,11 @@ import (
 // TestWaitOnExtendedBuiltin is the SPEC's example of extends: the
 // openai-batch built-in moved to a loopback fake by base_url, with its own
 // credential, run by a real `pollwarden wait` process against OpenAI's own
-// example bodies (a 429 with Retry-After, then a completed batch).
+// example bodies (a 429 with Retry-After, then a completed batch). The
+// local copy shortens the built-in's 30 s base delay, which a 429 would
+// otherwise raise past the 3 s Retry-After.
 func TestWaitOnExtendedBuiltin(t *testing.T) {
+	t.Parallel()
 	fixtures := filepath.Join("..", "..", "contract", "builtin", "testdata", "openai-batch")
 	var mu sync.Mutex
 	var seen []string
@@ -50,7 +53,7 @@ func TestWaitOnExtendedBuiltin(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "openai-batch-local.yaml")
-	spec := fmt.Sprintf(`{version: 1, extends: openai-batch, name: openai-batch-local, base_url: %q, status: {credential: {header: Authorization, scheme: Bearer, secret: "env:OPENAI_API_KEY"}}}`, srv.URL)
+	spec := fmt.Sprintf(`{version: 1, extends: openai-batch, name: openai-batch-local, base_url: %q, status: {credential: {header: Authorization, scheme: Bearer, secret: "env:OPENAI_API_KEY"}}, backoff: {base: 200ms, max: 1s}}`, srv.URL)
 	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}

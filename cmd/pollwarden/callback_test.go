@@ -100,7 +100,7 @@ func countSource(evs []struct {
 // unknown job answers exactly as one for a known job. The signing secret
 // reaches no file, log or answer.
 func TestServeProviderCallbackWakesOnePoll(t *testing.T) {
-	t.Setenv("PW_CB_SECRET", cbCanary)
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -114,11 +114,6 @@ func TestServeProviderCallbackWakesOnePoll(t *testing.T) {
 		log = append(log, s)
 	}
 	srv.OnRequest(func(job string) { note("poll " + job) })
-	dir := t.TempDir()
-	cdir := filepath.Join(dir, "contracts")
-	if err := os.Mkdir(cdir, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	c := fmt.Sprintf(`version: 1
 name: cb-test
 status:
@@ -136,17 +131,7 @@ callback:
   job_id_path: data.id
   event_filter: "type == 'batch.completed'"
 `, srv.URL())
-	if err := os.WriteFile(filepath.Join(cdir, "cb.yaml"), []byte(c), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))
-	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
-		"--tokens", filepath.Join(dir, "tokens.yaml"))
-	defer p.cmd.Process.Kill()
-	base := listenAddr(t, p)
+	dir, p, base := serveContracts(t, []string{"PW_CB_SECRET=" + cbCanary}, map[string]string{"cb.yaml": c})
 	var answers []string
 	call(t, base, "agent-token", "POST", "/v1/operations", `{"operation_id":"cb-1","contract":"cb-test","job_id":"batch_1"}`, 201)
 	// After the first answer the provider's hint puts the next poll an hour away.

@@ -170,7 +170,8 @@ func newCancelRig(t *testing.T, store func(dir string) string, cancelExtra strin
 		t.Fatal(err)
 	}
 	r.store = store(r.dir)
-	r.args = []string{"serve", "--listen", "127.0.0.1:0", "--store", r.store, "--contracts", r.cdir, "--tokens", filepath.Join(r.dir, "tokens.yaml")}
+	r.args = []string{"serve", "--listen", "127.0.0.1:0", "--store", r.store, "--contracts", r.cdir, "--tokens", filepath.Join(r.dir, "tokens.yaml"),
+		"--lease-slack", testLeaseSlack}
 	r.start()
 	return r
 }
@@ -296,6 +297,7 @@ func bothStores(t *testing.T, f func(t *testing.T, store func(string) string)) {
 // provider's "cancelling" until it reports "cancelled", and only that
 // state decides the outcome.
 func TestServeCancelThenExtend(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, store func(string) string) {
 		r := newCancelRig(t, store, "")
 		r.create("op-ext", "j-ext", 2)
@@ -351,6 +353,7 @@ func TestServeCancelThenExtend(t *testing.T) {
 // (no escalation needed) at once; the provider sees one cancel, and both
 // answers show the one record. A later cancel sends nothing either.
 func TestServeTwoCancelsSendOne(t *testing.T) {
+	t.Parallel()
 	r := newCancelRig(t, func(dir string) string { return filepath.Join(dir, "pw.db") }, "")
 	r.create("op-two", "j-two", 10)
 	r.prov.holdCancels()
@@ -390,6 +393,7 @@ func TestServeTwoCancelsSendOne(t *testing.T) {
 // abandon stops observing and the operation stays escalated with the
 // cancel on its record.
 func TestServeCancelThenAbandon(t *testing.T) {
+	t.Parallel()
 	r := newCancelRig(t, func(dir string) string { return filepath.Join(dir, "pw.db") }, "")
 	for _, tc := range []struct {
 		job, answer, phase string
@@ -438,6 +442,7 @@ func TestServeCancelThenAbandon(t *testing.T) {
 // is not sent again (cancel is not documented as idempotent), and the
 // operation goes on observing until the provider reports cancelled.
 func TestServeKilledDuringCancelCall(t *testing.T) {
+	t.Parallel()
 	r := newCancelRig(t, func(dir string) string { return filepath.Join(dir, "pw.db") }, "")
 	r.create("op-kill", "j-kill", 10)
 	r.prov.holdCancels()
@@ -478,6 +483,7 @@ func TestServeKilledDuringCancelCall(t *testing.T) {
 // changed under the daemon (SIGHUP) cannot grant an existing operation the
 // new file's extension; the answer names what differs.
 func TestServeDecisionAfterReloadUsesTheOperationsContract(t *testing.T) {
+	t.Parallel()
 	r := newCancelRig(t, func(dir string) string { return filepath.Join(dir, "pw.db") }, "")
 	r.create("op-hup", "j-hup", 2)
 	r.until("op-hup", "the escalation", phaseIs("escalated"))
@@ -499,6 +505,7 @@ func TestServeDecisionAfterReloadUsesTheOperationsContract(t *testing.T) {
 // with a file of the same name but a far larger extension is refused by
 // the real CLI, and the budget stays as it was.
 func TestDecideWithLookAlikeContractIsRefused(t *testing.T) {
+	t.Parallel()
 	prov := newCancelProvider(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "pw.db")

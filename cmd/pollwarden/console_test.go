@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -67,8 +68,8 @@ func newConsoleRig(t *testing.T) *consoleRig {
 		t.Fatal(err)
 	}
 	consoleContract(t, cdir, srv.URL())
-	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n  - {name: alice, role: approver, sha256: %q}\n",
-		sum("agent-token"), sum("alice-token"))
+	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n  - {name: alice, role: approver, sha256: %q}\n  - {name: rival-agent, role: agent, sha256: %q}\n",
+		sum("agent-token"), sum("alice-token"), sum("rival-token"))
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +77,19 @@ func newConsoleRig(t *testing.T) *consoleRig {
 		"--contracts", cdir, "--tokens", filepath.Join(dir, "tokens.yaml"))
 	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
 	r := &consoleRig{base: listenAddr(t, p), p: p}
-	for id, budget := range map[string]int{"export-7": 2, "export-8": 1, "export-9": 1, "invoice-batch-3": 40, "invoice-batch-4": 40} {
-		srv.Script(id, fp.State("running", nil))
+	// export-7 meets a rate limit with Retry-After and a server error on
+	// its way, for the request timeline to show.
+	srv.Script("export-7", fp.State("running", nil), fp.Code(429, map[string]string{"Retry-After": "3"}), fp.Code(503, nil), fp.State("running", nil))
+	for id, budget := range map[string]int{"export-7": 4, "export-8": 1, "export-9": 1, "invoice-batch-3": 40, "invoice-batch-4": 40} {
+		if id != "export-7" {
+			srv.Script(id, fp.State("running", nil))
+		}
 		call(t, r.base, "agent-token", "POST", "/v1/operations",
 			fmt.Sprintf(`{"operation_id":%q,"contract":"nightly-export","job_id":%q,"max_status_requests":%d}`, id, id, budget), 201)
 	}
+	// Another agent's operation, which build-agent must not see.
+	srv.Script("rival-5", fp.State("running", nil))
+	call(t, r.base, "rival-token", "POST", "/v1/operations", `{"operation_id":"rival-5","contract":"nightly-export","job_id":"rival-5"}`, 201)
 	for _, id := range []string{"export-7", "export-8", "export-9"} {
 		waitPhase(t, r.base, id, "escalated")
 	}
@@ -96,12 +105,13 @@ func newConsoleRig(t *testing.T) *consoleRig {
 // and sees it waiting with the note in the story; an agent sees the same
 // operations read-only, and its queue follows a decision live.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	browserCtx := browser(t)
 	r := newConsoleRig(t)
 	alice := tab(t, browserCtx)
 
 	signIn(t, alice, r.base, "alice-token")
-	escalatedLink := byRole("link", containsAll("export-7", "request_budget_exhausted", "2 of 2 requests"))
+	escalatedLink := byRole("link", containsAll("export-7", "request_budget_exhausted", "4 of 4 requests"))
 	act(t, alice, "the queue lists export-7 as escalated", chromedp.WaitVisible("", escalatedLink))
 	inRow, err := chromedp.Run(alice, chromedp.Evaluate[bool](`!!document.querySelector('a[href="/ui/operations/export-7"]').closest("li, tr")`))
 	if err != nil || !inRow {
@@ -120,11 +130,12 @@ func TestConsoleInChromium(t *testing.T) {
 	click(t, alice, "open export-7", escalatedLink)
 	act(t, alice, "export-7's page", chromedp.WaitVisible("", byRole("heading", named("Operation export-7"))))
 	page = text(t, alice)
-	for _, want := range []string{"escalated", "request_budget_exhausted", "2 of 2 requests", "Deadline", "Last HTTP result", "HTTP 200", "Story"} {
+	for _, want := range []string{"escalated", "request_budget_exhausted", "4 of 4 requests", "Deadline", "Last HTTP result", "HTTP 200", "Story"} {
 		if !strings.Contains(strings.ToLower(page), strings.ToLower(want)) {
 			t.Errorf("the operation page lacks %q:\n%s", want, page)
 		}
 	}
+	checkTimeline(t, alice, r.base, "export-7")
 	labels := optionLabels(t, r.base, "export-7")
 	for _, l := range labels {
 		act(t, alice, "a button for option "+l, chromedp.WaitVisible("", byRole("button", startsWith(l))))
@@ -137,8 +148,8 @@ func TestConsoleInChromium(t *testing.T) {
 	waitText(t, alice, "alice (approver) decided extend")
 	waitText(t, alice, `note "`+note+`"`)
 	op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-7", "", 200)
-	if op["max_status_requests"] != float64(6) {
-		t.Errorf("after the extension: %v, want a budget of 6", op)
+	if op["max_status_requests"] != float64(8) {
+		t.Errorf("after the extension: %v, want a budget of 8", op)
 	}
 
 	// An agent: the same escalated operation, with no way to decide.
@@ -157,6 +168,40 @@ func TestConsoleInChromium(t *testing.T) {
 	if got := roleNames(t, agent, "textbox"); len(got) != 0 {
 		t.Errorf("an agent's operation page has text fields %q", got)
 	}
+	// Another agent's operations are not in its queue, whatever the
+	// filter, and their page is not found; the approver sees them.
+	act(t, agent, "agent's queue of every phase", chromedp.Navigate(r.base+"/ui/?phase="),
+		chromedp.WaitVisible("", byRole("link", containsAll("invoice-batch-3"))))
+	if page := text(t, agent); strings.Contains(page, "rival-5") {
+		t.Errorf("build-agent's queue shows rival-agent's operation:\n%s", page)
+	}
+	act(t, agent, "agent opens rival-5", chromedp.Navigate(r.base+"/ui/operations/rival-5"))
+	waitText(t, agent, "There is no operation rival-5.")
+	act(t, alice, "approver's queue of every phase", chromedp.Navigate(r.base+"/ui/?phase="),
+		chromedp.WaitVisible("", byRole("link", containsAll("rival-5"))))
+
+	// Another site's page that posts a decision form in alice's signed-in
+	// browser: the SameSite=Strict cookie stays home and the form has no
+	// CSRF token, so nothing is decided.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%s/ui/operations/export-8/decide">`+
+			`<input name="option" value="abandon"><input name="note" value="forged"></form>`+
+			`<script>document.forms[0].submit()</script>`, r.base)
+	}))
+	defer evil.Close()
+	act(t, alice, "a forged post from another site", chromedp.Navigate(evil.URL))
+	waitFor(t, "the forged post to land", func() bool {
+		at, err := chromedp.Run(alice, chromedp.Evaluate[string]("location.href"))
+		return err == nil && strings.HasPrefix(at, r.base)
+	})
+	if op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-8", "", 200); op["phase"] != "escalated" {
+		t.Fatalf("a forged cross-site post changed export-8: %v", op["phase"])
+	}
+	if page := text(t, alice); strings.Contains(page, "Decision recorded") {
+		t.Errorf("the forged post was answered as a decision:\n%s", page)
+	}
+	act(t, alice, "alice back on export-8", chromedp.Navigate(r.base+"/ui/operations/export-8"),
+		chromedp.WaitVisible("", byRole("button", startsWith("Stop waiting"))))
 
 	// Live: the agent's queue drops export-8 when alice stops it, without
 	// a reload.
@@ -189,6 +234,33 @@ func TestConsoleInChromium(t *testing.T) {
 		if strings.Contains(r.p.stdout.String()+r.p.stderr.String(), tok) {
 			t.Errorf("serve's output contains the token %s", tok)
 		}
+	}
+}
+
+// checkTimeline: the operation page's request timeline is a figure named
+// by its caption, with one mark per status request the API counts, each
+// coloured by its answer, and its table says the wait after the 429
+// honoured the Retry-After it asked.
+func checkTimeline(t *testing.T, ctx context.Context, base, id string) {
+	t.Helper()
+	act(t, ctx, "the request timeline", chromedp.WaitVisible("", byRole("figure", startsWith("Request timeline: 4 status requests"))))
+	answers, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('figure svg [data-request]')].map(g => g.dataset.answer)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := call(t, base, "agent-token", "GET", "/v1/operations/"+id, "", 200)
+	if float64(len(answers)) != op["status_requests_used"] {
+		t.Errorf("the timeline has %d marks, the operation %v status requests", len(answers), op["status_requests_used"])
+	}
+	if got := strings.Join(answers, " "); got != "state rate-limited server-error state" {
+		t.Errorf("the marks' answers are %q", got)
+	}
+	row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelectorAll('figure table tbody tr')[1].textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(row, "HTTP 429") || !strings.Contains(row, "Retry-After, ") || !strings.Contains(row, "(respected)") {
+		t.Errorf("the 429's row in the timeline's table: %q", row)
 	}
 }
 
@@ -316,6 +388,7 @@ func postForm(t *testing.T, c *http.Client, u string, v url.Values) int {
 // nothing; the same post with the token works. The session cookie is
 // HttpOnly, SameSite=Strict and holds no token.
 func TestConsoleRefusesForgedPosts(t *testing.T) {
+	t.Parallel()
 	r := newConsoleRig(t)
 	c, csrf, cookies := httpSession(t, r.base, "alice-token")
 	var session *http.Cookie

@@ -64,6 +64,7 @@ func rawCall(t *testing.T, base, token, method, path string, body []byte) (int, 
 // a negative budget) or whose deadline is a century away; an extension
 // that would pass the bound saturates at it.
 func TestServeBoundsEveryLimit(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -118,6 +119,7 @@ func TestServeBoundsEveryLimit(t *testing.T) {
 // daemon's MCP tools, instead of being registered under an id or job id
 // with those bytes replaced by U+FFFD.
 func TestServeRefusesIdsThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -174,6 +176,7 @@ func TestServeRefusesIdsThatAreNotUTF8(t *testing.T) {
 // TestWaitRefusesFlagsThatAreNotUTF8: `wait --job-id $'\xff'` exits 2
 // naming the flag, before any store is created or request sent.
 func TestWaitRefusesFlagsThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 // operation, its store included; that command, run as printed, resumes it to its end with the
 // counters it had.
 func TestInterruptedWaitPrintsTheResumeCommand(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -44,5 +46,17 @@ func TestInterruptedWaitPrintsTheResumeCommand(t *testing.T) {
 	out := outcome(t, second)
 	if out["status_requests_used"] != float64(srv.Count("j")) || srv.Count("j") <= before {
 		t.Fatalf("resumed outcome %v; the provider saw %d requests, %d before the interrupt", out, srv.Count("j"), before)
+	}
+	// The story says where the wait stopped and where it was taken up.
+	story := start(t, "audit", "show", out["operation_id"].(string), "--store", store)
+	if code := story.exitCode(t); code != 0 {
+		t.Fatalf("audit show exit %d: %s", code, story.stderr.String())
+	}
+	text := story.stdout.String()
+	stop := strings.Index(text, " interrupted: pollwarden wait (cli:")
+	resume := strings.Index(text, " resumed by pollwarden wait (cli:")
+	if stop < 0 || resume < stop || !strings.Contains(text[stop:], "stopped waiting; nothing polls it until it is resumed") ||
+		!strings.Contains(text[resume:], fmt.Sprintf("%d of ", before)) {
+		t.Fatalf("the story does not tell the interrupt then the resume (%d requests before it):\n%s", before, text)
 	}
 }

@@ -119,6 +119,7 @@ func servedDir(t *testing.T, contract string) (dir, cdir, tokens string) {
 // reached the answers (API, MCP, webhooks), the store, its WAL and the
 // audit chain.
 func TestServeJSONEscapedEchoNeverLeaks(t *testing.T) {
+	t.Parallel()
 	esc, php := jsonEscapeAll(slashCanary), strings.ReplaceAll(slashCanary, "/", `\/`)
 	srv := fp.New()
 	defer srv.Close()
@@ -254,6 +255,7 @@ limits: {deadline: 60s, max_status_requests: 3, max_transport_failures: 3, max_r
 // raw body turned the state "expired" into "ex[REDACTED]d", and the job
 // escalated unknown_state instead of ending expired (exit 12).
 func TestWaitShortSecretKeepsExpired(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken("pire")
@@ -280,6 +282,7 @@ func TestWaitShortSecretKeepsExpired(t *testing.T) {
 // by the contract's state path, wrote 72 MB of events in one poll. Every
 // kept string is capped now; the test bounds each event's stored payload.
 func TestHugeStateKeepsTheStoreSmall(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("s", 900<<10)
 	srv := fp.New()
 	defer srv.Close()

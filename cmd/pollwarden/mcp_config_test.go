@@ -70,6 +70,7 @@ func docHostConfigs(t *testing.T) []hostServer {
 // the provider only accepts the credential given in the configuration's
 // env.
 func TestMCPHostConfigFromDocs(t *testing.T) {
+	t.Parallel()
 	cfgs := docHostConfigs(t)
 	if len(cfgs) != 2 || cfgs[0].Command == "" || cfgs[1].URL == "" {
 		t.Fatalf("docs/mcp.md should configure a host for stdio, then for HTTP; found %+v", cfgs)

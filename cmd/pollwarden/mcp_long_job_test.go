@@ -58,6 +58,7 @@ func requestsBefore(b pollwarden.Backoff, d time.Duration) (int, time.Duration) 
 // get_job once: two tool calls. Every request the client sent is recorded
 // and checked, so a client poll would fail the test.
 func TestFortyMinuteJobInThreeToolCalls(t *testing.T) {
+	t.Parallel()
 	const scale = 1000
 	unscaled := pollwarden.Backoff{Base: 5 * time.Second, Max: 120 * time.Second}
 	n, earliest := requestsBefore(unscaled, 40*time.Minute)

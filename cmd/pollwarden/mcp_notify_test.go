@@ -18,6 +18,7 @@ import (
 // sends an escalation of a job watched through its tools to a Slack
 // receiver, then the request's expiry, as serve does.
 func TestMCPSendsNotifications(t *testing.T) {
+	t.Parallel()
 	const slackToken = "slack-canary-Mc9Pq3-token"
 	srv := fp.New()
 	defer srv.Close()

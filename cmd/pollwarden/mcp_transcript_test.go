@@ -54,6 +54,7 @@ escalation:
 // rewritten; without, the test fails when the page differs, so the docs
 // cannot drift from what the server answers.
 func TestMCPTranscript(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

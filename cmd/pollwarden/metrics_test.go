@@ -20,6 +20,7 @@ import (
 // escalation reason, the outcomes, the delay sources, both histograms, and
 // the API's own series from the same registry.
 func TestServeMetrics(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

@@ -26,6 +26,7 @@ import (
 // credential, the Slack URL's token and the SMTP password (canaries)
 // appear in no message and no log.
 func TestServeNotifiesSlackAndEmailThenExpires(t *testing.T) {
+	t.Parallel()
 	const slackToken, smtpPass = "slack-canary-Qw7Lp2-token", "smtp-canary-Zr4Kx8-pass"
 	srv := fp.New()
 	defer srv.Close()
@@ -47,8 +48,7 @@ func TestServeNotifiesSlackAndEmailThenExpires(t *testing.T) {
 	}))
 	defer slack.Close()
 	sink := mailsink.Start(t, mailsink.Options{User: "pollwarden", Password: smtpPass})
-	t.Setenv("PW_SLACK_URL", slack.URL+"/services/T0/B0/"+slackToken)
-	t.Setenv("PW_SMTP_PASSWORD", smtpPass)
+	secrets := []string{"PW_SLACK_URL=" + slack.URL + "/services/T0/B0/" + slackToken, "PW_SMTP_PASSWORD=" + smtpPass}
 
 	dir := t.TempDir()
 	cdir := filepath.Join(dir, "contracts")
@@ -93,7 +93,7 @@ timeout: 2s
 	if err := os.WriteFile(filepath.Join(dir, "webhooks.yaml"), []byte(hooks), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
+	p := startEnv(t, secrets, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
 		"--tokens", filepath.Join(dir, "tokens.yaml"), "--webhooks", filepath.Join(dir, "webhooks.yaml"))
 	defer p.cmd.Process.Kill()
 	base := listenAddr(t, p)

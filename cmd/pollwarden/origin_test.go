@@ -162,6 +162,7 @@ func post(t *testing.T, base, body string) (int, string) {
 // and nothing reaches the other ports. A provider's 307 to another port is
 // not followed either.
 func TestAgentCannotSendTheCredentialOffOrigin(t *testing.T) {
+	t.Parallel()
 	r := newOriginRig(t)
 	r.provider.Script("ok1", fp.State("running", nil))
 	r.provider.Script("hop-port", fp.Code(http.StatusTemporaryRedirect, map[string]string{"Location": r.tlsURL + "/jobs/hop-port"}))
@@ -208,6 +209,7 @@ func TestAgentCannotSendTheCredentialOffOrigin(t *testing.T) {
 // URL's query as one encoded value; the provider's cancel call gets no
 // parameter the contract did not write.
 func TestCancelJobIDStaysOneValue(t *testing.T) {
+	t.Parallel()
 	r := newOriginRig(t)
 	const job = "run-q&force=true&all=1"
 	r.provider.Script(job, fp.State("running", nil))
@@ -238,6 +240,7 @@ func TestCancelJobIDStaysOneValue(t *testing.T) {
 // port or scheme of the provider's host exits 2 with the reason, and sends
 // nothing.
 func TestWaitStatusURLOffOrigin(t *testing.T) {
+	t.Parallel()
 	r := newOriginRig(t)
 	for _, tc := range []struct{ statusURL, want string }{
 		{r.plainURL + "/jobs/ok1", "unencrypted"},
@@ -257,6 +260,7 @@ func TestWaitStatusURLOffOrigin(t *testing.T) {
 // TestMCPWatchJobStatusURLOffOrigin: the same through `pollwarden mcp` on
 // stdio, driven by the official SDK client: a tool error, nothing sent.
 func TestMCPWatchJobStatusURLOffOrigin(t *testing.T) {
+	t.Parallel()
 	r := newOriginRig(t)
 	h := startMCP(t, []string{"mcp", "--store", filepath.Join(r.dir, "mcp.db"), "--contracts", r.contracts}, r.env)
 	for _, tc := range []struct{ statusURL, want string }{

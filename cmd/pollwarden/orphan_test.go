@@ -18,6 +18,7 @@ import (
 // daemon was down and its contract removed ends deadline_exceeded, also
 // naming the contract.
 func TestServeEscalatesWhenItsContractIsRemoved(t *testing.T) {
+	t.Parallel()
 	r := startDaemon(t)
 	r.srv.Script("slow", fp.State("running", nil))
 	r.srv.Script("late", fp.State("running", nil))

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,15 +21,40 @@ import (
 
 // TestMain lets the test binary play the pollwarden binary for subprocess
 // tests: with PW_TEST_BE_MAIN=1 it runs main() instead of the tests.
+//
+// The tests spend most of their time waiting on child processes, timers
+// and a provider's answers, not on the CPU, so unless -parallel is given
+// they run processTestParallel at once instead of GOMAXPROCS (two on a
+// small machine), and one at a time under -race.
 func TestMain(m *testing.M) {
 	if os.Getenv("PW_TEST_BE_MAIN") == "1" {
 		main()
 		return
 	}
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	switch {
+	case given:
+	case raceEnabled:
+		_ = flag.Set("test.parallel", "1")
+	default:
+		_ = flag.Set("test.parallel", strconv.Itoa(max(processTestParallel, runtime.GOMAXPROCS(0))))
+	}
 	os.Exit(m.Run())
 }
 
+// processTestParallel is how many process tests run at once by default:
+// enough to overlap their waits, few enough that a 1 s status timeout is
+// not a close call on a loaded 2-core machine.
+const processTestParallel = 4
+
 const canary = "sk-canary-7Qx9Zt2LmP-process"
+
+// testLeaseSlack is --lease-slack for tests that kill a process holding
+// leases: the survivors take its operations over after two status
+// timeouts plus this, instead of plus the default five seconds.
+const testLeaseSlack = "200ms"
 
 type proc struct {
 	cmd            *exec.Cmd
@@ -76,8 +104,16 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with extra environment for the process alone, so that
+// tests which give a process its secrets can run in parallel (t.Setenv
+// cannot).
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(os.Args[0], args...)}
-	p.cmd.Env = append(os.Environ(), "PW_TEST_BE_MAIN=1", "PROC_TOKEN="+canary)
+	p.cmd.Env = append(append(os.Environ(), "PW_TEST_BE_MAIN=1", "PROC_TOKEN="+canary), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -149,13 +185,14 @@ func assertNoCanary(t *testing.T, dir string, procs ...*proc) {
 }
 
 func TestKill9MidWaitThenResumeStaysWithinBudget(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
 	srv.Script("slow", fp.State("running", nil))
 	dir := t.TempDir()
 	args := []string{"wait", "--contract", contractFile(t, dir, srv.URL()), "--job-id", "slow",
-		"--operation-id", "op-kill", "--store", filepath.Join(dir, "pw.db"), "--json", "--quiet"}
+		"--operation-id", "op-kill", "--store", filepath.Join(dir, "pw.db"), "--json", "--quiet", "--lease-slack", testLeaseSlack}
 	first := start(t, args...)
 	waitFor(t, "three requests", func() bool { return srv.Count("slow") >= 3 })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -178,6 +215,7 @@ func TestKill9MidWaitThenResumeStaysWithinBudget(t *testing.T) {
 }
 
 func TestTwoProcessesOneOperationNeverOverlap(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -212,6 +250,7 @@ func TestTwoProcessesOneOperationNeverOverlap(t *testing.T) {
 }
 
 func TestCanaryEchoedByProviderNeverStored(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

@@ -14,6 +14,7 @@ import (
 // schema, and the schema is still without tables afterwards (no
 // migration ran).
 func TestReadOnlyCommandsOnAnEmptySchema(t *testing.T) {
+	t.Parallel()
 	url := pgStore(t)
 	schema := url[strings.LastIndex(url, "schema=")+len("schema="):]
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // answers /readyz 503 while /healthz stays 200; once the lock is
 // released /readyz is 200 again.
 func TestServeReadyzWhileTheStoreIsLocked(t *testing.T) {
+	t.Parallel()
 	r := startDaemon(t)
 	status := func(path string) int {
 		t.Helper()

@@ -78,6 +78,7 @@ func (p *resultFiles) handler() http.Handler {
 // agent's operation answers 404 with nothing sent to the provider. The
 // canary secret appears in no answer and no audit.
 func TestServeAndCLIFetchResult(t *testing.T) {
+	t.Parallel()
 	content := `{"custom_id":"r1","result":"ok"}` + "\n" + `{"custom_id":"r2","result":"ok"}` + "\n"
 	prov := &resultFiles{files: map[string]string{"file-done-1": content, "file-done-big": strings.Repeat("x", 300), "file-done-chunked": strings.Repeat("y", 300)}, release: make(chan struct{})}
 	srv := httptest.NewServer(prov.handler())

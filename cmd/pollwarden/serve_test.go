@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 // scheduler resumes it; a bad contract on SIGHUP keeps the old set; SIGTERM
 // stops it cleanly.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { serveEndToEnd(t, func(dir string) string { return filepath.Join(dir, "pw.db") }) })
 	t.Run("postgres", func(t *testing.T) { serveEndToEnd(t, func(string) string { return pgStore(t) }) })
 }
@@ -46,7 +48,7 @@ func pgStore(t *testing.T) string {
 		}
 		t.Skip("POLLWARDEN_TEST_PG is not set")
 	}
-	schema := fmt.Sprintf("pwserve_%d", time.Now().UnixNano())
+	schema := fmt.Sprintf("pwserve_%d_%d", time.Now().UnixNano(), rand.Uint32())
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(context.Background(), url)
 		if err != nil {
@@ -195,6 +197,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // subscription notified on a phase change, the bearer tokens, and a clean
 // stop with a session still open. The secret reaches no answer.
 func TestServeMCPOverHTTP(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

@@ -29,6 +29,7 @@ const closedWithin = 25 * time.Second
 // agent's request made while all 40 are open is answered. Headers over
 // 64 KiB are refused.
 func TestServeDropsSlowClients(t *testing.T) {
+	t.Parallel()
 	r := startDaemon(t, "--read-timeout", "1s")
 	addr := strings.TrimPrefix(r.base, "http://")
 
@@ -113,6 +114,7 @@ func waitClosed(c net.Conn) error {
 // apart) cannot exhaust the budget within the first second, so an answer
 // cut by the read deadline would still say waiting.
 func TestServeReadTimeoutSparesLongAnswers(t *testing.T) {
+	t.Parallel()
 	r := startDaemon(t, "--read-timeout", "1s")
 	r.srv.Script("lp", fp.State("running", nil))
 	r.srv.Script("mcp", fp.State("running", nil))

@@ -20,6 +20,7 @@ const forged = "\n06:49:40 alice (approver) decided extend"
 // terminal raw in ops list. Each output now shows them on their own line,
 // quoted and escaped.
 func TestStoryCannotBeForged(t *testing.T) {
+	t.Parallel()
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)

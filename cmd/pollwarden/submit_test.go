@@ -117,17 +117,24 @@ func submitArgs(t *testing.T, dir, contractPath string, more ...string) []string
 		t.Fatal(err)
 	}
 	return append([]string{"submit", "--contract", contractPath, "--body", body,
-		"--store", filepath.Join(dir, "pw.db"), "--json", "--quiet"}, more...)
+		"--store", filepath.Join(dir, "pw.db"), "--json", "--quiet", "--lease-slack", testLeaseSlack}, more...)
 }
 
 // killWhileHeld starts a submission, waits until the provider has
 // created the job and holds its answer, and SIGKILLs the process before
 // the answer can be recorded.
 func killWhileHeld(t *testing.T, p *submitProvider, args []string) *proc {
+	return killWhenHeld(t, p, func() *proc { return start(t, args...) })
+}
+
+// killWhenHeld holds the provider's answers, runs begin (which starts a
+// process and makes it submit), waits until the provider has created the
+// job, SIGKILLs the process and lets the answers go.
+func killWhenHeld(t *testing.T, p *submitProvider, begin func() *proc) *proc {
 	p.mu.Lock()
 	p.hold = make(chan struct{})
 	p.mu.Unlock()
-	first := start(t, args...)
+	first := begin()
 	waitFor(t, "the submission at the provider", func() bool { _, posts, _ := p.counts(); return len(posts) == 1 })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -144,6 +151,7 @@ func killWhileHeld(t *testing.T, p *submitProvider, args []string) *proc {
 // after sending, before the answer is recorded; the contract declares no
 // idempotency key, so the rerun sends nothing and asks a person.
 func TestSubmitKilledAfterSendWithoutKeyNeverResends(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	args := submitArgs(t, dir, submitContract(t, dir, p.srv.URL, ""))
@@ -170,6 +178,7 @@ func TestSubmitKilledAfterSendWithoutKeyNeverResends(t *testing.T) {
 // the rerun sends the submission again with the stored key, and the
 // provider keeps one job.
 func TestSubmitKilledAfterSendWithKeyResendsSameKey(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	args := submitArgs(t, dir, submitContract(t, dir, p.srv.URL, "  idempotency_key_header: Idempotency-Key\n"))
@@ -196,6 +205,7 @@ func TestSubmitKilledAfterSendWithKeyResendsSameKey(t *testing.T) {
 // TestSubmitResumedAfterAnswerNeverResubmits: once the answer is
 // recorded, running the command again only waits.
 func TestSubmitResumedAfterAnswerNeverResubmits(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	args := submitArgs(t, dir, submitContract(t, dir, p.srv.URL, ""))
@@ -221,6 +231,7 @@ func TestSubmitResumedAfterAnswerNeverResubmits(t *testing.T) {
 // Operation-Location names another host or another port is refused with
 // integration_failure, and nothing is sent there.
 func TestSubmitStatusLocationOutsideOriginsRefused(t *testing.T) {
+	t.Parallel()
 	var elsewhere int
 	var mu sync.Mutex
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -241,12 +252,7 @@ func TestSubmitStatusLocationOutsideOriginsRefused(t *testing.T) {
 			p.location = func(id string) string { return loc(p, id) }
 			dir := t.TempDir()
 			run := start(t, submitArgs(t, dir, submitContract(t, dir, p.srv.URL, ""))...)
-			if code := run.exitCode(t); code != 26 {
-				t.Fatalf("exit %d, want 26; stdout %s stderr %s", code, run.stdout.String(), run.stderr.String())
-			}
-			if out := outcome(t, run); !strings.Contains(fmt.Sprint(out), "not an allowed origin") {
-				t.Fatalf("outcome %v", out)
-			}
+			wantLocationRefused(t, run, "not an allowed origin")
 			mu.Lock()
 			n := elsewhere
 			mu.Unlock()
@@ -255,5 +261,18 @@ func TestSubmitStatusLocationOutsideOriginsRefused(t *testing.T) {
 			}
 			assertNoCanary(t, dir, run)
 		})
+	}
+}
+
+// wantLocationRefused checks that a submission run ended escalated
+// integration_failure (exit 26) for a refused status location, its
+// outcome saying why.
+func wantLocationRefused(t *testing.T, run *proc, why string) {
+	t.Helper()
+	if code := run.exitCode(t); code != 26 {
+		t.Fatalf("exit %d, want 26; stdout %s stderr %s", code, run.stdout.String(), run.stderr.String())
+	}
+	if out := outcome(t, run); !strings.Contains(fmt.Sprint(out), why) {
+		t.Fatalf("outcome %v", out)
 	}
 }

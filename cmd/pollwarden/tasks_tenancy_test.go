@@ -56,6 +56,7 @@ func (r *rawMCP) post(method string, params any, notify bool) string {
 // — tasks/get, tasks/result, tasks/list and tasks/cancel alike — and
 // cancelling it leaves A's operation waiting.
 func TestServeMCPTasksTenancy(t *testing.T) {
+	t.Parallel()
 	_, base, _ := tenantServe(t)
 	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"`+opA+`","contract":"proc-test","job_id":"`+jobA+`"}`, 201)
 	b := &rawMCP{t: t, base: base, token: tokB}

@@ -106,6 +106,7 @@ func listIDs(t *testing.T, base, token string) []string {
 // id B sent aside), with nothing of A's record in it; a scope-all agent
 // and the approver see A's operation, and A's audit shows nothing B did.
 func TestServeTenancy(t *testing.T) {
+	t.Parallel()
 	_, base, p := tenantServe(t)
 	createA := `{"operation_id":"` + opA + `","contract":"proc-test","job_id":"` + jobA + `"}`
 	call(t, base, tokA, "POST", "/v1/operations", createA, 201)
@@ -193,6 +194,7 @@ func TestServeTenancy(t *testing.T) {
 // their subscriptions do not reveal A's operation; the audit names the
 // token that acted over MCP, not a shared mcp-agent.
 func TestServeMCPTenancy(t *testing.T) {
+	t.Parallel()
 	srv, base, _ := tenantServe(t)
 	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"`+opA+`","contract":"proc-test","job_id":"`+jobA+`"}`, 201)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -11,6 +11,7 @@ import (
 // with the version given to the linker, and finds it in both
 // `pollwarden --version` and `pollwarden version`.
 func TestVersionStampedAtLinkTime(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -61,7 +61,8 @@ func failedAttempts(stderr string) map[string]string {
 // under the webhook-ids of the failed attempts. The signing secret reaches
 // neither the store, the logs nor an API answer.
 func TestServeWebhooksSurviveKill9(t *testing.T) {
-	t.Setenv("PW_WEBHOOK_SECRET", whCanary)
+	t.Parallel()
+	secrets := []string{"PW_WEBHOOK_SECRET=" + whCanary}
 	srv := fp.New()
 	defer srv.Close()
 	srv.RequireToken(canary)
@@ -97,7 +98,7 @@ timeout: 1s
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
 		"--tokens", filepath.Join(dir, "tokens.yaml"), "--webhooks", filepath.Join(dir, "webhooks.yaml")}
 
-	p1 := start(t, args...)
+	p1 := startEnv(t, secrets, args...)
 	defer p1.cmd.Process.Kill()
 	base := listenAddr(t, p1)
 	var answers []any
@@ -143,7 +144,7 @@ timeout: 1s
 	go recv.Serve(rl)
 	defer recv.Close()
 
-	p2 := start(t, args...)
+	p2 := startEnv(t, secrets, args...)
 	defer p2.cmd.Process.Kill()
 	base = listenAddr(t, p2)
 	waitFor(t, "both webhooks to arrive", func() bool {
@@ -198,6 +199,7 @@ timeout: 1s
 // A bad webhooks file, or a signing secret that is not there, refuses to
 // start (exit 2) with the problem named and nothing stored.
 func TestServeWebhooksRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cdir := filepath.Join(dir, "contracts")
 	if err := os.Mkdir(cdir, 0o700); err != nil {
@@ -208,7 +210,7 @@ func TestServeWebhooksRefusedAtStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PW_WEBHOOK_SHORT", "whsec_"+base64.StdEncoding.EncodeToString([]byte("too-short")))
+	short := []string{"PW_WEBHOOK_SHORT=whsec_" + base64.StdEncoding.EncodeToString([]byte("too-short"))}
 	for name, c := range map[string]struct{ file, want string }{
 		"unknown key": {"webhooks:\n  - {name: a, url: 'https://h.example/x', secret: 'env:PW_X', colour: red}\n",
 			"line 2: webhooks[0].colour: unknown key"},
@@ -225,7 +227,7 @@ func TestServeWebhooksRefusedAtStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := filepath.Join(dir, "never.db")
-			p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", store, "--contracts", cdir,
+			p := startEnv(t, short, "serve", "--listen", "127.0.0.1:0", "--store", store, "--contracts", cdir,
 				"--tokens", filepath.Join(dir, "tokens.yaml"), "--webhooks", f)
 			if code := p.exitCode(t); code != 2 || !strings.Contains(p.stderr.String(), c.want) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, p.stderr.String(), c.want)

@@ -94,19 +94,28 @@ type fakeProvider struct {
 	next     int
 	requests []*http.Request
 	bodies   []string
+	// session, when set, is the session id the fake hands out to an MCP
+	// initialize (see mcpHandshake); handshakes counts them, and
+	// sessionless the other requests that did not carry it.
+	session                 string
+	handshakes, sessionless int
 }
 
 func (f *fakeProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	a := f.answers[min(f.next, len(f.answers)-1)]
-	f.next++
-	f.requests = append(f.requests, r.Clone(context.Background()))
 	var b strings.Builder
 	if r.Body != nil {
 		buf := make([]byte, 4096)
 		n, _ := r.Body.Read(buf)
 		b.Write(buf[:n])
 	}
+	f.mu.Lock()
+	if f.session != "" && f.mcpHandshake(w, r, b.String()) {
+		f.mu.Unlock()
+		return
+	}
+	a := f.answers[min(f.next, len(f.answers)-1)]
+	f.next++
+	f.requests = append(f.requests, r.Clone(context.Background()))
 	f.bodies = append(f.bodies, b.String())
 	f.mu.Unlock()
 	for k, v := range a.header {
@@ -158,6 +167,9 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 	ex, err := contract.Compile(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Status.Session != nil {
+		fake.session = "session-" + sc.name
 	}
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pw.db"), sqlite.Options{})
 	if err != nil {
@@ -251,6 +263,10 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 			}
 		}
 	}
+	if fake.session != "" && (fake.handshakes == 0 || fake.sessionless > 0) {
+		t.Errorf("%d handshakes, %d requests without the session id; want a handshake first and the id on every request",
+			fake.handshakes, fake.sessionless)
+	}
 	if t.Failed() {
 		t.Logf("story:\n%s", strings.Join(story, "\n"))
 	}
@@ -261,7 +277,18 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 // fixture body of the built-in at least once, so no fixture goes untested.
 func runReplays(t *testing.T, name string, scenarios []scenario) {
 	t.Helper()
+	runReplaysExcept(t, name, nil, scenarios)
+}
+
+// runReplaysExcept is runReplays for a built-in whose fixtures named in
+// elsewhere are answers to another call (a submission), tested by their
+// own test.
+func runReplaysExcept(t *testing.T, name string, elsewhere []string, scenarios []scenario) {
+	t.Helper()
 	used := map[string]bool{}
+	for _, e := range elsewhere {
+		used[e] = true
+	}
 	for _, sc := range scenarios {
 		for _, b := range sc.bodies {
 			used[b] = true
@@ -274,8 +301,8 @@ func runReplays(t *testing.T, name string, scenarios []scenario) {
 	}
 	for _, f := range files {
 		base := strings.TrimSuffix(filepath.Base(f), ".json")
-		if strings.HasSuffix(base, ".meta") {
-			continue
+		if strings.HasSuffix(base, ".meta") || base == "create" {
+			continue // create.json answers a submission: TestReplaySubmissions serves it
 		}
 		if !used[base] {
 			t.Errorf("fixture %s/%s.json is served by no scenario", name, base)

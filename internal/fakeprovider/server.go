@@ -30,6 +30,8 @@ type Server struct {
 	token     string
 	onRequest func(jobID string)
 	submits   int
+	created   int
+	byKey     map[string]string // Idempotency-Key → job id
 }
 
 // OnRequest sets a hook called while each status request is being served,
@@ -55,7 +57,7 @@ type job struct {
 
 // New starts a server on 127.0.0.1 with a random port.
 func New() *Server {
-	s := &Server{jobs: map[string]*job{}, done: make(chan struct{})}
+	s := &Server{jobs: map[string]*job{}, byKey: map[string]string{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/jobs/{id}", s.serveStatus)
 	mux.HandleFunc("POST /jobs/{id}/cancel", s.serveCancel)

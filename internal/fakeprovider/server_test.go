@@ -229,3 +229,31 @@ func TestScriptWithoutStepsPanics(t *testing.T) {
 	}()
 	s.Script("j")
 }
+
+// TestSubmitIdempotencyKey: a re-send with the key of an earlier
+// submission answers that submission's job and creates none; another key,
+// or none, creates a new job.
+func TestSubmitIdempotencyKey(t *testing.T) {
+	s := New()
+	defer s.Close()
+	post := func(key string) string {
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+"/jobs", strings.NewReader(`{}`))
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b struct{ ID string }
+		if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.ID
+	}
+	a, again, other, none := post("k1"), post("k1"), post("k2"), post("")
+	if a != again || a == other || none == a || none == other || s.Submits() != 4 || s.JobsCreated() != 3 {
+		t.Fatalf("jobs %s %s %s %s; %d submissions, %d jobs", a, again, other, none, s.Submits(), s.JobsCreated())
+	}
+}

@@ -211,6 +211,13 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 				return err
 			}
 		}
+		if len(evs) > 0 {
+			// The id of a pruned operation may come back: its events
+			// follow the pruned ones.
+			if err := tx.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM events WHERE operation_id = ?", op.ID).Scan(&cs.Seq); err != nil {
+				return err
+			}
+		}
 		return s.appendEvents(ctx, tx, op.ID, cs, evs)
 	})
 	if err != nil {

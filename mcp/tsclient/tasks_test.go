@@ -24,6 +24,7 @@ import (
 // daemon's streamable HTTP, with a restart of the server while a task is
 // outstanding.
 func TestTypeScriptTaskClients(t *testing.T) {
+	t.Parallel()
 	requireNode(t)
 	if _, err := os.Stat(filepath.Join("node_modules", "@modelcontextprotocol/ext-tasks", "package.json")); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -33,6 +34,7 @@ func TestTypeScriptTaskClients(t *testing.T) {
 	}
 	bin := buildPollwarden(t)
 	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
 		r := newRig(t, bin)
 		raw := filepath.Join(r.dir, "transcript.jsonl")
 		out := r.runTasks(func() string { return "ok" }, "PW_TRANSPORT=stdio", "PW_BIN="+r.bin, "PW_TRANSCRIPT="+raw,
@@ -43,6 +45,7 @@ func TestTypeScriptTaskClients(t *testing.T) {
 		}
 	})
 	t.Run("http", func(t *testing.T) {
+		t.Parallel()
 		r := newRig(t, bin)
 		d := r.startDaemon()
 		out := r.runTasks(func() string {

@@ -80,13 +80,39 @@ type rig struct {
 	srv       *fp.Server
 }
 
-// buildPollwarden builds the binary the clients start or connect to.
+// binary is the pollwarden binary every test of the package shares: it is
+// built once, by the first test that needs it, into TestMain's directory.
+var binary struct {
+	dir  string
+	once sync.Once
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pollwarden-tsclient-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary.dir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildPollwarden builds the binary the clients start or connect to, once
+// for the package.
 func buildPollwarden(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pollwarden")
-	build := exec.Command("go", "build", "-o", bin, "github.com/pollwarden/pollwarden/cmd/pollwarden")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin := filepath.Join(binary.dir, "pollwarden")
+	binary.once.Do(func() {
+		build := exec.Command("go", "build", "-o", bin, "github.com/pollwarden/pollwarden/cmd/pollwarden")
+		if out, err := build.CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
 	}
 	return bin
 }
@@ -270,12 +296,15 @@ func jsonString(v any) string {
 // TestTypeScriptClients runs the TypeScript SDK's client and the MCP
 // Inspector's CLI against one build of pollwarden.
 func TestTypeScriptClients(t *testing.T) {
+	t.Parallel()
 	requireNode(t)
 	bin := buildPollwarden(t)
-	t.Run("sdk-stdio", func(t *testing.T) { typeScriptClientStdio(t, newRig(t, bin)) })
-	t.Run("sdk-http", func(t *testing.T) { typeScriptClientHTTP(t, newRig(t, bin)) })
-	t.Run("inspector-cli-stdio", func(t *testing.T) { inspectorCLIListsTools(t, newRig(t, bin)) })
-	t.Run("inspector-cli-http", func(t *testing.T) { inspectorCLIListsToolsHTTP(t, newRig(t, bin)) })
+	// Each client has its own rig (provider, store, daemon), so they run
+	// side by side.
+	t.Run("sdk-stdio", func(t *testing.T) { t.Parallel(); typeScriptClientStdio(t, newRig(t, bin)) })
+	t.Run("sdk-http", func(t *testing.T) { t.Parallel(); typeScriptClientHTTP(t, newRig(t, bin)) })
+	t.Run("inspector-cli-stdio", func(t *testing.T) { t.Parallel(); inspectorCLIListsTools(t, newRig(t, bin)) })
+	t.Run("inspector-cli-http", func(t *testing.T) { t.Parallel(); inspectorCLIListsToolsHTTP(t, newRig(t, bin)) })
 }
 
 // typeScriptClientStdio runs e2e.mjs against `pollwarden mcp`, which the
