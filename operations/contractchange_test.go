@@ -26,7 +26,7 @@ func TestAdoptionWaitsForThePoller(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, lease, err := w.store.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: op.ID, Owner: "other", Now: time.Now(), TTL: time.Minute,
-		Reserve: func(o *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) { return o, nil }}); err != nil || lease == nil {
+		Change: func(o *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) { return o, nil }}); err != nil || lease == nil {
 		t.Fatalf("claim: %v %v", lease, err)
 	}
 	path := filepath.Join(w.set.Dir(), "export.yaml")

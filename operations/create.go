@@ -291,6 +291,7 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	// the ids as text), so that every problem is reported at once. The
 	// placeholders only silence its "a job id is required" and "an
 	// operation id is required", said above or filled in below.
+	np.ContractDigest = policy.ContractDigest(ct)
 	probe := np
 	if probe.ProviderJobID == "" && probe.StatusURL == "" {
 		probe.ProviderJobID = "-"

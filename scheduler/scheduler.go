@@ -147,6 +147,13 @@ type Scheduler struct {
 	// wakeAt is when the loop, asleep, means to look next; zero while it
 	// is awake. Changed compares against it.
 	wakeAt time.Time
+	// arrivals are records Changed was given, which the loop adds to its
+	// candidates instead of reading the store again: a daemon creating
+	// operations through the API spent a fifth of its CPU re-listing the
+	// due batch once per create. At most batch wait; past that, or for an
+	// operation whose step ended since the last read, Changed wakes the
+	// loop to read the store.
+	arrivals []*pollwarden.Operation
 }
 
 type hold struct {
@@ -230,22 +237,41 @@ func (s *Scheduler) Wake() {
 	s.ring()
 }
 
-// Changed is meant for controller.Options.OnChange: it calls Wake when the
-// saved record is still observed (waiting or cancelling) and due before
-// the scheduler's next planned look, and ignores the changes the
-// scheduler's own steps make.
+// Changed is meant for controller.Options.OnChange: when the saved record
+// is still observed (waiting or cancelling) and due before the scheduler's
+// next planned look, it hands the record to the loop, which adds it to
+// the due work it holds without reading the store; it ignores the changes
+// the scheduler's own steps make.
 func (s *Scheduler) Changed(op *pollwarden.Operation) {
 	if op == nil || !op.Phase.Polling() {
 		return
 	}
 	s.mu.Lock()
 	_, busy := s.inflight[op.ID]
-	wakeAt := s.wakeAt
-	s.mu.Unlock()
-	if busy || (!wakeAt.IsZero() && op.NextPollAt.After(wakeAt)) {
+	if busy || (!s.wakeAt.IsZero() && op.NextPollAt.After(s.wakeAt)) {
+		s.mu.Unlock()
 		return
 	}
-	s.Wake()
+	_, ended := s.ended[op.ID]
+	queued := !ended && len(s.arrivals) < s.batch
+	if queued {
+		s.arrivals = append(s.arrivals, op.Clone())
+	}
+	s.mu.Unlock()
+	if !queued {
+		s.Wake()
+		return
+	}
+	s.ring()
+}
+
+// takeArrivals empties arrivals.
+func (s *Scheduler) takeArrivals() []*pollwarden.Operation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.arrivals
+	s.arrivals = nil
+	return a
 }
 
 func (s *Scheduler) ring() {

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ClaimSeesLatestRecord", testClaimSeesLatestRecord},
 		{"ClaimBadReservation", testClaimBadReservation},
 		{"ClaimWithCallersCopy", testClaimWithHave},
+		{"IndexedColumnsFollowRecord", testIndexedColumnsFollowRecord},
 		{"SaveReleasesCurrentLeaseOnly", testSaveRelease},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
 		{"EventsAppendedInOrder", testEventsInOrder},
