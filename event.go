@@ -101,3 +101,9 @@ type EventData struct {
 	// Pages is how many answers a paged result fetch read.
 	Pages int `json:"pages,omitempty"`
 }
+
+// EventContractChanged records that an operation was taken up again
+// under an edited contract of the same name whose change could widen
+// nothing (policy.ContractChange): what changed, old → new, and the
+// limits the operation keeps.
+const EventContractChanged EventKind = "contract_changed"

@@ -179,6 +179,11 @@ type Operation struct {
 	// with a different contract of the same name is refused and told what
 	// differs. Nil for a record created before it was kept.
 	ContractDigest map[string]string `json:"contract_digest,omitempty"`
+	// ContractLimits are the limits of the contract the operation was
+	// created under, so that a later file of the same name can be told to
+	// have lowered or raised them, value by value. Nil for a record
+	// created before they were kept.
+	ContractLimits *ContractLimits `json:"contract_limits,omitempty"`
 
 	// Version increases with every saved change; a save names the version
 	// it read so that a concurrent change is detected, never overwritten.
@@ -208,6 +213,10 @@ func (o *Operation) Clone() *Operation {
 		c.Cancel = &k
 	}
 	c.Submission = o.Submission.Clone()
+	if o.ContractLimits != nil {
+		l := *o.ContractLimits
+		c.ContractLimits = &l
+	}
 	if o.ContractDigest != nil {
 		c.ContractDigest = make(map[string]string, len(o.ContractDigest))
 		for k, v := range o.ContractDigest {
@@ -223,4 +232,13 @@ func cloneTime(t *time.Time) *time.Time {
 	}
 	v := *t
 	return &v
+}
+
+// ContractLimits is the part of a contract's limits an operation keeps
+// with its record (Operation.ContractLimits).
+type ContractLimits struct {
+	Deadline             time.Duration `json:"deadline_ns"`
+	MaxStatusRequests    int           `json:"max_status_requests"`
+	MaxTransportFailures int           `json:"max_transport_failures"`
+	MaxRateLimited       int           `json:"max_rate_limited"`
 }

@@ -33,16 +33,18 @@ type Store interface {
 	LeaseRelease(ctx context.Context, l *Lease) error
 	// OperationClaim takes the lease (if it is free or expired on the
 	// lease clock, with the next epoch), reloads the record under it and
-	// reserves the next request (R11, R22), in one write transaction: a
-	// step then costs two writes (this and its decision saved with
-	// SaveParams.Release) instead of four. If the lease is held on the
-	// lease clock (see LeaseParams.Now) it fails with ErrLeaseHeld and
-	// writes nothing. Otherwise it reads the record as stored and calls
-	// p.Reserve with it (see ClaimParams.Have for a caller's copy standing
-	// for it). When Reserve returns a record, that record (its Version as
+	// applies the caller's change to it (R22), in one write transaction: a
+	// step's change is its request counted before it leaves (R11), a
+	// cancel's is the cancel recorded before it is sent, a submission's the
+	// send recorded. A step then costs two writes (this and its decision
+	// saved with SaveParams.Release) instead of four. If the lease is held
+	// on the lease clock (see LeaseParams.Now) it fails with ErrLeaseHeld
+	// and writes nothing. Otherwise it reads the record as stored and calls
+	// p.Change with it (see ClaimParams.Have for a caller's copy standing
+	// for it). When Change returns a record, that record (its Version as
 	// read) and its events are saved and the lease taken with the next
 	// epoch, together; OperationClaim returns the saved record (Version
-	// incremented) and the lease. When Reserve returns nil, nothing is
+	// incremented) and the lease. When Change returns nil, nothing is
 	// written, no lease is taken, and OperationClaim returns the record as
 	// read and a nil lease.
 	OperationClaim(ctx context.Context, p ClaimParams) (*Operation, *Lease, error)
@@ -114,35 +116,35 @@ type SaveParams struct {
 }
 
 // ClaimParams is the input of OperationClaim: the lease asked for, and
-// the reservation to make under it.
+// the change to make to the record under it.
 type ClaimParams struct {
 	OperationID string
 	Owner       string
 	// Now is the caller's clock: SQLite judges the lease with it,
 	// PostgreSQL with the database's clock (see LeaseParams.Now). Whether
-	// a request is due is Reserve's to decide, on the caller's time.
+	// the change is due is Change's to decide, on the caller's time.
 	Now time.Time
 	TTL time.Duration
-	// Reserve sees the record (a copy it may keep) and returns the record
+	// Change sees the record (a copy it may keep) and returns the record
 	// to save, with Version left as read, and its events; or nil to take
 	// nothing. Only its answer for the record as stored under the lease is
 	// ever written. It may run more than once (a driver may retry a busy
 	// transaction, or run it on Have first) and may run inside the store's
 	// write transaction, so it must be quick and decide from its argument
 	// alone, e.g. policy.Gate then policy.CountRequest.
-	Reserve func(op *Operation) (*Operation, []Event)
+	Change func(op *Operation) (*Operation, []Event)
 	// Have, when set, is the caller's copy of the record. A driver may run
-	// Reserve on it before the transaction and, if the stored version is
+	// Change on it before the transaction and, if the stored version is
 	// still Have.Version under the lease (every change of a record
 	// increments its version, so the stored record is then Have), write
 	// that answer without decoding the stored record again; otherwise it
-	// runs Reserve on the record as stored. Either way the answer written
-	// is Reserve's for the current record.
+	// runs Change on the record as stored. Either way the answer written
+	// is Change's for the current record.
 	Have *Operation
 }
 
 // LeaseParams is the input of the drivers' LeaseAcquire, which takes a
-// lease without a reservation: not part of Store (no step needs it), it is
+// lease without a change: not part of Store (no step needs it), it is
 // there for an embedder that holds an operation away from schedulers by
 // hand. Its Now documents, for every lease decision, which clock decides.
 type LeaseParams struct {

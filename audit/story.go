@@ -185,6 +185,13 @@ func (t *Teller) line(e pollwarden.Event) string {
 		return "submission answered: " + display.Text(d.Detail)
 	case pollwarden.EventResumed:
 		return fmt.Sprintf("resumed by %s, %d of %d status requests already used", display.Text(d.Detail), d.RequestsUsed, d.MaxRequests)
+	case pollwarden.EventContractChanged:
+		s := fmt.Sprintf("contract changed: %s; %d of %d status requests used, deadline %s",
+			display.Text(d.Detail), d.RequestsUsed, d.MaxRequests, t.clock(d.DeadlineAt))
+		if d.DeadlineAt != nil {
+			t.deadline = *d.DeadlineAt
+		}
+		return s
 	case pollwarden.EventInterrupted:
 		return fmt.Sprintf("interrupted: %s stopped waiting; nothing polls it until it is resumed", display.Text(d.Detail))
 	case pollwarden.EventRequestSent:

@@ -54,8 +54,9 @@ func opsCmd(env Env) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			current := env.contractsNow()
 			for _, op := range list {
-				if hint := orphanHint(op, now, store); hint != nil {
+				if hint := orphanHint(op, now, store, current(op.Contract)); hint != nil {
 					fmt.Fprintln(env.Stdout)
 					for _, l := range hint {
 						fmt.Fprintln(env.Stdout, l)
@@ -87,7 +88,7 @@ func opsCmd(env Env) *cobra.Command {
 			if err := env.printOutcome(op, false, false); err != nil {
 				return err
 			}
-			for _, l := range orphanHint(op, env.clock().Now(), store) {
+			for _, l := range orphanHint(op, env.clock().Now(), store, env.contractsNow()(op.Contract)) {
 				fmt.Fprintln(env.Stdout, l)
 			}
 			return nil

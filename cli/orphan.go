@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // orphanAfter is how long past its next check a waiting operation must be
@@ -40,8 +42,10 @@ func phaseCell(op *pollwarden.Operation, now time.Time) string {
 
 // orphanHint explains an operation nothing polls and gives the commands
 // that resume or end it (in the store named by storeFlag, see
-// resumeCommand); nil for any other operation.
-func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string) []string {
+// resumeCommand); nil for any other operation. current is the contract
+// of op's name as it reads now (nil when it cannot be read): an edit
+// since op was created is said, and whether resuming takes it up.
+func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, current *pollwarden.Contract) []string {
 	late, ok := orphaned(op, now)
 	if !ok {
 		return nil
@@ -49,8 +53,18 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string) []str
 	lines := []string{
 		fmt.Sprintf("%s is %s but nothing is polling it: its next check was due %s, %s ago.",
 			display.Value(op.ID), op.Phase, op.NextPollAt.UTC().Format(time.RFC3339), pollwarden.ShortDuration(late.Round(time.Second))),
-		"  resume:  " + resumeCommand(op, op.Contract, storeFlag),
 	}
+	if current != nil {
+		if ch := policy.CompareContract(op, current); ch.Changed() {
+			then := "resuming refuses it: abandon this operation, or wait anew under the new contract with --operation-id and a new id"
+			if ch.Adoptable {
+				then = "resuming takes it up, since it only lowers limits"
+			}
+			lines = append(lines, fmt.Sprintf("  contract %s changed since it was created: %s; %s.",
+				display.Value(op.Contract), display.Text(strings.Join(ch.Changes, ", ")), then))
+		}
+	}
+	lines = append(lines, "  resume:  "+resumeCommand(op, op.Contract, storeFlag))
 	if !now.Before(op.DeadlineAt) {
 		lines = append(lines, "           (its deadline has passed: resuming ends it at once as deadline_exceeded, sending nothing)")
 	}
@@ -60,4 +74,21 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string) []str
 			"  cancel:  pollwarden decide "+shellWord(op.ID)+" cancel_at_provider"+storeWords(storeFlag)+"   (asks the provider to cancel the job, where the contract has a cancel call)")
 	}
 	return lines
+}
+
+// contractsNow reads the contract of each name as it is now, once per
+// name, for the orphan hint; a name that cannot be read gives nil.
+func (env Env) contractsNow() func(name string) *pollwarden.Contract {
+	seen := map[string]*pollwarden.Contract{}
+	return func(name string) *pollwarden.Contract {
+		if c, ok := seen[name]; ok {
+			return c
+		}
+		var c *pollwarden.Contract
+		if ex, err := env.loadContract(name); err == nil {
+			c = ex.Contract()
+		}
+		seen[name] = c
+		return c
+	}
 }

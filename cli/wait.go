@@ -37,6 +37,9 @@ func waitCmd(env Env) *cobra.Command {
 --operation-id names one that exists) and polls the job's status until an
 outcome. Without --operation-id the id is derived from the contract and the
 job, so running the same command again resumes instead of starting over.
+An edited contract file never starts a fresh budget: an unfinished operation
+on the job takes up an edit that only lowers limits, and any other edit is
+refused (exit 2) with what changed and the commands to choose.
 
 Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 20 deadline_exceeded · 21 request_budget_exhausted · 22 rate_limited ·
@@ -77,7 +80,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if err != nil {
 		return err
 	}
-	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, CreateRequest: operations.CreateRequest{
+	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, Door: "pollwarden wait", CreateRequest: operations.CreateRequest{
 		OperationID: f.opID, Contract: ex.Contract().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
@@ -106,14 +109,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	defer st.Close()
 	o.Controller = env.newTracedController(st, tr.Tracer)
 	ops := operations.New(o)
-	op, created, err := ops.Create(ctx, p)
+	op, _, err := ops.Create(ctx, p)
 	if err != nil {
 		return env.createError(ctx, st, err, f.contract, f.store)
-	}
-	if !created && op.Phase.Polling() {
-		if err := o.Controller.Resumed(ctx, op.ID, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
-			return err
-		}
 	}
 	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }

@@ -31,7 +31,7 @@ func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id s
 		var events []pollwarden.Event
 		saved, l, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 			OperationID: id, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct),
-			Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+			Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 				events = nil
 				if refusal = policy.CheckContract(fresh, ct); refusal != nil {
 					return nil, nil
@@ -153,7 +153,7 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 	}
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
-		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			n, evs, again, ok := policy.InterruptedCancel(fresh, ct, now)
 			if !ok || !again {
 				return nil, nil

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/policy"
@@ -14,6 +15,12 @@ import (
 // waiting for ever. op may be a stale copy: the save checks its version,
 // and a record moved on meanwhile is looked at again later.
 func (c *Controller) StepWithoutContract(ctx context.Context, op *pollwarden.Operation) (StepResult, error) {
+	return c.escalateUnpolled(ctx, op, policy.EscalateWithoutContract)
+}
+
+// escalateUnpolled escalates op with escalate once it is due (or past its
+// deadline), for an operation that cannot be polled, sending nothing.
+func (c *Controller) escalateUnpolled(ctx context.Context, op *pollwarden.Operation, escalate func(*pollwarden.Operation, time.Time) []pollwarden.Event) (StepResult, error) {
 	now := c.clock.Now()
 	if op.Phase != pollwarden.PhaseWaiting {
 		return StepResult{Op: op}, nil
@@ -22,6 +29,6 @@ func (c *Controller) StepWithoutContract(ctx context.Context, op *pollwarden.Ope
 		return StepResult{Op: op, Until: op.NextPollAt}, nil
 	}
 	next := op.Clone()
-	events := policy.EscalateWithoutContract(next, now)
+	events := escalate(next, now)
 	return c.saveUnleased(ctx, policy.GateResult{Verdict: policy.Stop, Op: next, Events: events}, now)
 }

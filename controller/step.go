@@ -100,7 +100,7 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
 	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
-		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			reservation = nil
 			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
 				return nil, nil

@@ -114,7 +114,7 @@ func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op 
 	send := false
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
-		Reserve: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			var next *pollwarden.Operation
 			next, events, send = policy.SubmitTurn(fresh, ct, now)
 			return next, events

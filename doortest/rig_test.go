@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,24 @@ func (r *rig) facts(t *testing.T) map[string]int {
 		out[op.ID] = len(evs)
 	}
 	return out
+}
+
+// editContract rewrites the rig's contract file, old → new, and reloads
+// it for every door (the CLI reads the directory itself).
+func (r *rig) editContract(t *testing.T, old, new string) {
+	t.Helper()
+	path := filepath.Join(r.dir, "export.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("the contract has no %q", old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.contracts.Reload(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -40,6 +40,10 @@ const (
 	extend  kind = "extend"
 	decide  kind = "decide"
 	abandon kind = "abandon"
+	// edit is no door's request: the rig's contract file is rewritten
+	// (editOld → editNew) and reloaded, as a person edits it between two
+	// requests.
+	edit kind = "edit"
 )
 
 // request is one request as a user would type it, before a door turns it
@@ -60,6 +64,8 @@ type request struct {
 	// typed, and who asks when it is not the door's usual caller (another
 	// agent's token)
 	phase, limit, as string
+	// edit
+	editOld, editNew string
 }
 
 // answer is a door's answer reduced to what doors must agree on.
@@ -100,6 +106,8 @@ func ok(job string) request { return request{kind: create, contract: "export", j
 
 func withID(id string, r request) request { r.opID = id; return r }
 
+func editContract(old, new string) request { return request{kind: edit, editOld: old, editNew: new} }
+
 func withDeadline(d string, r request) request { r.deadline = d; return r }
 
 func ext(target, extra string, n int) request {
@@ -114,6 +122,14 @@ var table = []row{
 	{name: "create twice without an id resumes", before: []request{ok("ok")}, req: ok("ok"), want: accepted, sameID: true},
 	{name: "create twice with an id and the same body resumes", before: []request{withID("op-same", ok("ok"))}, req: withID("op-same", ok("ok")), want: accepted, sameID: true},
 	{name: "create twice with an id and another job", before: []request{withID("op-same", ok("ok"))}, req: withID("op-same", ok("ok2")), want: conflict, field: "op-same"},
+	{name: "create after the state table was edited", before: []request{ok("run"), editContract("pending: [queued, running]", "pending: [queued, running, paused]")},
+		req: ok("run"), want: conflict, field: "the state table changed"},
+	{name: "create after a limit was raised", before: []request{ok("run"), editContract("max_status_requests: 5", "max_status_requests: 9")},
+		req: ok("run"), want: conflict, field: "limits.max_status_requests 5 → 9"},
+	{name: "create after the status URL was edited", before: []request{ok("run"), editContract(`/jobs/{job_id}"`, `/jobs/{job_id}?v=2"`)},
+		req: ok("run"), want: conflict, field: "the status call"},
+	{name: "create after a limit was lowered resumes", before: []request{ok("run"), editContract("max_status_requests: 5", "max_status_requests: 4")},
+		req: ok("run"), want: accepted, sameID: true},
 	{name: "unknown contract", req: request{kind: create, contract: "nope", job: "ok"}, want: invalid, field: "contract"},
 	{name: "no job", req: request{kind: create, contract: "export"}, want: invalid, field: "job id"},
 	{name: "limit above the contract's", req: func() request { r := ok("ok"); r.maxRequests = 99; return r }(), want: invalid, field: "max status requests"},
@@ -198,6 +214,10 @@ func runRows(t *testing.T, d door, rows []row) {
 			r := newRig(t)
 			var lastID string
 			for _, b := range rw.before {
+				if b.kind == edit {
+					r.editContract(t, b.editOld, b.editNew)
+					continue
+				}
 				a := d.do(t, r, b)
 				if a.class == notOffered {
 					t.Skipf("this door does not offer %s", b.kind)

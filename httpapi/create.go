@@ -19,7 +19,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor)
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	op, created, err := a.ops.Create(r.Context(), operations.CreateParams{Caller: callerOf(r), CreateRequest: req, SameRequest: true})
+	op, created, err := a.ops.Create(r.Context(), operations.CreateParams{Caller: callerOf(r), CreateRequest: req, SameRequest: true, Door: "POST /v1/operations"})
 	if err != nil {
 		return problem(err)
 	}

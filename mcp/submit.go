@@ -31,7 +31,7 @@ func (s *server) submitJob(ctx context.Context, _ *sdk.CallToolRequest, in Submi
 			sub.Body = b
 		}
 	}
-	op, _, err := s.ops.Create(ctx, operations.CreateParams{Caller: s.who(ctx), CreateRequest: operations.CreateRequest{
+	op, _, err := s.ops.Create(ctx, operations.CreateParams{Caller: s.who(ctx), Door: "MCP submit_job", CreateRequest: operations.CreateRequest{
 		OperationID: in.OperationID, Contract: in.Contract, Vars: in.Vars, Deadline: in.Deadline,
 		MaxStatusRequests: in.MaxStatusRequests, Submit: sub}, Names: map[string]string{"submit.body": "body"}})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJobIn) (*sdk.CallToolResult, JobAnswer, error) {
-	op, created, err := s.ops.Create(ctx, operations.CreateParams{Caller: s.who(ctx), CreateRequest: operations.CreateRequest{
+	op, created, err := s.ops.Create(ctx, operations.CreateParams{Caller: s.who(ctx), Door: "MCP watch_job", CreateRequest: operations.CreateRequest{
 		OperationID: in.OperationID, Contract: in.Contract, JobID: in.JobID, StatusURL: in.StatusURL, Vars: in.Vars,
 		Deadline: in.Deadline, MaxStatusRequests: in.MaxStatusRequests}})
 	if err != nil {

@@ -32,6 +32,10 @@ type CreateParams struct {
 	// Names spells each field as the door shows it ("--deadline" for
 	// "deadline"); a field it lacks keeps the API's name.
 	Names map[string]string
+	// Door names what the request came through ("pollwarden wait", "POST
+	// /v1/operations") in the story's line when it resumes a waiting
+	// operation; "" names the caller alone.
+	Door string
 }
 
 // CreateRequest is what a create asks for, in the shape of the API's JSON
@@ -90,13 +94,26 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	switch {
 	case errors.Is(err, pollwarden.ErrNotFound):
 		existing = nil
+		if err := s.earlierOperation(ctx, p, np, ex.Contract()); err != nil {
+			return nil, false, err
+		}
 	case err != nil:
 		return nil, false, err
 	default:
-		if done, err := p.answerTaken(existing, asked, ex.Contract(), digest); err != nil {
+		done, err := p.answerTaken(existing, asked, ex.Contract(), digest)
+		if err != nil {
 			return nil, false, err
-		} else if done {
-			return existing, false, nil
+		}
+		// Even the API's same request, answered as stored, is told of an
+		// edited contract: the wait it names would go on under the new file.
+		if err := s.contractChange(ctx, p, existing, ex.Contract()); err != nil {
+			return nil, false, err
+		}
+		if done {
+			if existing, err = s.store.OperationGet(ctx, np.ID); err != nil {
+				return nil, false, err
+			}
+			return existing, false, s.resumed(ctx, p, existing)
 		}
 	}
 	if p.Submit != nil {
@@ -128,7 +145,28 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	if !p.Caller.sees(op) { // created by someone else since it was read
 		return nil, false, errTaken(np.ID)
 	}
-	return op, created, nil
+	if !created {
+		return op, false, s.resumed(ctx, p, op)
+	}
+	return op, true, nil
+}
+
+// resumed records, for every door alike, that p took up op's wait again
+// with its counters as they were, so that the story shows where each
+// caller came back; a finished or escalated operation is only read.
+func (s *Service) resumed(ctx context.Context, p CreateParams, op *pollwarden.Operation) error {
+	if !op.Phase.Polling() {
+		return nil
+	}
+	return s.ctl.Resumed(ctx, op.ID, p.byText())
+}
+
+// byText names who sent p, through which door, in a line of the story.
+func (p CreateParams) byText() string {
+	if p.Door == "" {
+		return p.Caller.who()
+	}
+	return p.Door + " (" + p.Caller.who() + ")"
 }
 
 // Check judges p as Create does, without reading or writing any store,
@@ -253,6 +291,7 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	// the ids as text), so that every problem is reported at once. The
 	// placeholders only silence its "a job id is required" and "an
 	// operation id is required", said above or filled in below.
+	np.ContractDigest = policy.ContractDigest(ct)
 	probe := np
 	if probe.ProviderJobID == "" && probe.StatusURL == "" {
 		probe.ProviderJobID = "-"

@@ -43,6 +43,12 @@ type NewParams struct {
 	// Rand draws the operation's jitter factor (R5). Without it the record
 	// is created without one, and its first decision draws it.
 	Rand Rand
+	// ContractDigest, when set, is ContractDigest(c) computed once by a
+	// caller that builds several records from one contract (a create's
+	// checks, then its record): the digest encodes every section of the
+	// contract twice, which cost a create more than its store write.
+	// Without it NewOperation computes it.
+	ContractDigest map[string]string
 }
 
 // NewOperation builds the record that must be stored before the first
@@ -112,7 +118,10 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		op.Phase = pollwarden.PhaseSubmitting
 		op.Fingerprint = SubmitFingerprint(c, p.Submission.BodySHA256, op.CredentialName, op.Vars)
 	}
-	op.ContractDigest = ContractDigest(c)
+	if op.ContractDigest = maps.Clone(p.ContractDigest); op.ContractDigest == nil {
+		op.ContractDigest = ContractDigest(c)
+	}
+	op.ContractLimits = KeptLimits(c)
 	dl := op.DeadlineAt
 	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)
 	if len(op.Vars) > 0 {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,32 @@ func TestNewOperationKeepsRequestDigest(t *testing.T) {
 	op, _, err := NewOperation(c, NewParams{ID: "op", ProviderJobID: "j", RequestDigest: "d1"}, t0)
 	if err != nil || op.RequestDigest != "d1" {
 		t.Fatalf("digest %q, err %v", op.RequestDigest, err)
+	}
+}
+
+// TestNewOperationDigestOnceOrComputed: a record carries the contract's
+// digest whether the caller computed it once beforehand or not, as its own
+// copy (a caller's map shared by many records is never aliased).
+func TestNewOperationDigestOnceOrComputed(t *testing.T) {
+	c := testContract()
+	own, _, err := NewOperation(c, NewParams{ID: "op1", ProviderJobID: "j"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ContractDigest(c)
+	if len(own.ContractDigest) == 0 || !maps.Equal(own.ContractDigest, want) {
+		t.Fatalf("computed digest %v, want %v", own.ContractDigest, want)
+	}
+	given := ContractDigest(c)
+	op, _, err := NewOperation(c, NewParams{ID: "op2", ProviderJobID: "j", ContractDigest: given}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(op.ContractDigest, want) {
+		t.Fatalf("given digest %v, want %v", op.ContractDigest, want)
+	}
+	given["status"] = "changed"
+	if op.ContractDigest["status"] != want["status"] {
+		t.Fatal("the record shares the caller's digest map")
 	}
 }

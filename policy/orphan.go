@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -16,11 +17,26 @@ import (
 // extend is offered for when the contract is loaded again (a decision
 // needs it anyway, and it then sets the new limits), abandon always.
 func EscalateWithoutContract(op *pollwarden.Operation, now time.Time) []pollwarden.Event {
+	return escalateUnpolled(op, now, fmt.Sprintf("contract %q is not in the daemon's contract set (removed or renamed on reload)", op.Contract))
+}
+
+// EscalateChangedContract escalates op, due while the daemon's contract
+// of its name differs from the one it was created under in a way that
+// could widen it (ch, not adoptable): it is not polled under a file it
+// was not created under. A decision needs the contract it was created
+// under, so extend waits for that file to be loaded again.
+func EscalateChangedContract(op *pollwarden.Operation, ch ContractChange, now time.Time) []pollwarden.Event {
+	return escalateUnpolled(op, now, fmt.Sprintf("contract %q was edited since the operation was created (%s) and is not polled under the new file",
+		op.Contract, strings.Join(ch.Changes, ", ")))
+}
+
+// escalateUnpolled escalates op, which cannot be polled for why.
+func escalateUnpolled(op *pollwarden.Operation, now time.Time, why string) []pollwarden.Event {
 	r := pollwarden.ReasonIntegrationFailure
-	detail := fmt.Sprintf("contract %q is not in the daemon's contract set (removed or renamed on reload); nothing was sent", op.Contract)
+	detail := why + "; nothing was sent"
 	if !now.Before(op.DeadlineAt) {
 		r = pollwarden.ReasonDeadlineExceeded
-		detail = fmt.Sprintf("the deadline arrived before the next status request, and contract %q is not in the daemon's contract set (removed or renamed on reload); nothing was sent", op.Contract)
+		detail = "the deadline arrived before the next status request, and " + why + "; nothing was sent"
 	}
 	op.Phase = pollwarden.PhaseEscalated
 	op.Reason = r

@@ -116,7 +116,7 @@ func TestClaimPassesARowAnotherWriterHolds(t *testing.T) {
 		return o, []pollwarden.Event{{At: now, Kind: pollwarden.EventRequestSent}}
 	}
 	claim := func(id string) (*pollwarden.Lease, error) {
-		_, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: "a", Now: now, TTL: time.Minute, Reserve: reserve})
+		_, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: "a", Now: now, TTL: time.Minute, Change: reserve})
 		return l, err
 	}
 	conn, err := pgx.Connect(ctx, testURL(t))

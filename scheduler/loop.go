@@ -94,7 +94,9 @@ func (l *loop) iterate(ctx context.Context) time.Time {
 		}
 		l.expect = time.Time{}
 	}
+	arrived := s.takeArrivals()
 	if l.needFetch(now) {
+		// The read sees every arrival: Changed runs after its commit.
 		l.fetch(ctx, now)
 		if ctx.Err() != nil {
 			return now
@@ -103,8 +105,25 @@ func (l *loop) iterate(ctx context.Context) time.Time {
 			l.submitAt = now.Add(submitSweepEvery * s.poll)
 			l.sweepSubmissions(ctx, now)
 		}
+	} else {
+		l.admit(arrived)
 	}
 	return l.walk(ctx, now)
+}
+
+// admit adds records Changed handed over to the candidates, in due order,
+// each replacing the candidate of the same operation read before.
+func (l *loop) admit(ops []*pollwarden.Operation) {
+	for _, op := range ops {
+		l.cands = slices.DeleteFunc(l.cands, func(c *pollwarden.Operation) bool { return c.ID == op.ID })
+		i, _ := slices.BinarySearchFunc(l.cands, op, func(c, t *pollwarden.Operation) int {
+			if c.NextPollAt.After(t.NextPollAt) {
+				return 1
+			}
+			return -1 // after every candidate due at the same time
+		})
+		l.cands = slices.Insert(l.cands, i, op)
+	}
 }
 
 // needFetch: a Wake, stale candidates, or (when the last walk could start

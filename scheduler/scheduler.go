@@ -30,6 +30,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,11 @@ type Scheduler struct {
 	woken   atomic.Bool
 	running atomic.Bool
 
+	// digests holds each loaded contract's section digests (by its
+	// *pollwarden.Contract, which a reload replaces), computed once, to
+	// tell an operation created under another version of the file.
+	digests sync.Map
+
 	mu       sync.Mutex
 	inflight map[string]struct{}
 	// holds keep an operation from being started again before a time,
@@ -141,6 +147,13 @@ type Scheduler struct {
 	// wakeAt is when the loop, asleep, means to look next; zero while it
 	// is awake. Changed compares against it.
 	wakeAt time.Time
+	// arrivals are records Changed was given, which the loop adds to its
+	// candidates instead of reading the store again: a daemon creating
+	// operations through the API spent a fifth of its CPU re-listing the
+	// due batch once per create. At most batch wait; past that, or for an
+	// operation whose step ended since the last read, Changed wakes the
+	// loop to read the store.
+	arrivals []*pollwarden.Operation
 }
 
 type hold struct {
@@ -224,22 +237,41 @@ func (s *Scheduler) Wake() {
 	s.ring()
 }
 
-// Changed is meant for controller.Options.OnChange: it calls Wake when the
-// saved record is still observed (waiting or cancelling) and due before
-// the scheduler's next planned look, and ignores the changes the
-// scheduler's own steps make.
+// Changed is meant for controller.Options.OnChange: when the saved record
+// is still observed (waiting or cancelling) and due before the scheduler's
+// next planned look, it hands the record to the loop, which adds it to
+// the due work it holds without reading the store; it ignores the changes
+// the scheduler's own steps make.
 func (s *Scheduler) Changed(op *pollwarden.Operation) {
 	if op == nil || !op.Phase.Polling() {
 		return
 	}
 	s.mu.Lock()
 	_, busy := s.inflight[op.ID]
-	wakeAt := s.wakeAt
-	s.mu.Unlock()
-	if busy || (!wakeAt.IsZero() && op.NextPollAt.After(wakeAt)) {
+	if busy || (!s.wakeAt.IsZero() && op.NextPollAt.After(s.wakeAt)) {
+		s.mu.Unlock()
 		return
 	}
-	s.Wake()
+	_, ended := s.ended[op.ID]
+	queued := !ended && len(s.arrivals) < s.batch
+	if queued {
+		s.arrivals = append(s.arrivals, op.Clone())
+	}
+	s.mu.Unlock()
+	if !queued {
+		s.Wake()
+		return
+	}
+	s.ring()
+}
+
+// takeArrivals empties arrivals.
+func (s *Scheduler) takeArrivals() []*pollwarden.Operation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.arrivals
+	s.arrivals = nil
+	return a
 }
 
 func (s *Scheduler) ring() {
@@ -333,6 +365,16 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwa
 		// Wall-clock difference, like the due times themselves.
 		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
 	}
+	op, changed := s.contractChanged(ctx, ex, op)
+	if changed != nil {
+		res, err := s.ctl.StepChangedContract(ctx, op, *changed)
+		if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
+			s.log.Warn("operation escalated: its contract was edited since it was created", "operation", op.ID,
+				"contract", op.Contract, "changes", strings.Join(changed.Changes, ", "))
+		}
+		s.stepEnded(ctx, op, res, err, s.clock.Now())
+		return
+	}
 	res, err := s.ctl.StepFromUp(ctx, ex, op, up)
 	now := s.clock.Now()
 	if err == nil && res.Op != nil {
@@ -393,4 +435,32 @@ func (s *Scheduler) logStepError(ctx context.Context, op *pollwarden.Operation, 
 	default:
 		s.log.Error("step failed; retrying later", "operation", op.ID, "contract", op.Contract, "error", err)
 	}
+}
+
+// contractChanged compares op with its contract as loaded now (a reload
+// may have brought an edited file): an edit that only lowers limits is
+// taken up (controller.AdoptContract) and op returned as adopted; any
+// other is returned, for the operation to be escalated rather than
+// polled under a file it was not created under.
+func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, *policy.ContractChange) {
+	ct := ex.Contract()
+	d, ok := s.digests.Load(ct)
+	if !ok {
+		d, _ = s.digests.LoadOrStore(ct, policy.ContractDigest(ct))
+	}
+	ch := policy.CompareDigests(op, ct, d.(map[string]string))
+	switch {
+	case !ch.Changed():
+		return op, nil
+	case !ch.Adoptable:
+		return op, &ch
+	}
+	next, err := s.ctl.AdoptContract(ctx, op.ID, ct, "the daemon, after its contracts were reloaded")
+	if err != nil {
+		// Polled under the stored, higher limits meanwhile: the edit only
+		// lowers them, so nothing is widened; the next step tries again.
+		s.log.Info("edited contract not taken up yet", "operation", op.ID, "contract", op.Contract, "err", err)
+		return op, nil
+	}
+	return next, nil
 }

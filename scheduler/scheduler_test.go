@@ -377,6 +377,51 @@ func changedWakes(t *testing.T, r *rig) {
 	}
 }
 
+// listCounter counts the store's listings.
+type listCounter struct {
+	pollwarden.Store
+	lists atomic.Int32
+}
+
+func (c *listCounter) OperationList(ctx context.Context, p pollwarden.ListParams) ([]*pollwarden.Operation, error) {
+	c.lists.Add(1)
+	return c.Store.OperationList(ctx, p)
+}
+
+// TestChangedAddsWithoutListing: operations created while the scheduler
+// runs (Poll one hour) are each stepped at once from the record Changed
+// hands over, without a listing of the store per create; a decision's
+// change reaches the loop the same way.
+func TestChangedAddsWithoutListing(t *testing.T) {
+	r := newRig(t)
+	ex := r.contract("arrive", "")
+	var sched *scheduler.Scheduler
+	ctl := r.controller(r.store, "owner-a", func(op *pollwarden.Operation) { sched.Changed(op) })
+	counted := &listCounter{Store: r.store}
+	sched = scheduler.New(scheduler.Options{Controller: ctl, Store: counted, Contracts: r.set, Clock: r.clock, Poll: time.Hour})
+	run := start(sched)
+	defer run.stop(t)
+	time.Sleep(50 * time.Millisecond) // the first listing, then asleep for the hour
+	before := counted.lists.Load()
+	const n = 20
+	for i := range n {
+		job := fmt.Sprintf("job-%02d", i)
+		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, ex, "op-"+job, job)
+	}
+	waitFor(t, "every new operation ends", 10*time.Second, func() bool {
+		for i := range n {
+			if r.get(fmt.Sprintf("op-job-%02d", i)).Phase != pollwarden.PhaseSucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	if lists := counted.lists.Load() - before; lists > n/4 {
+		t.Errorf("%d creates made %d listings of the store, want at most %d", n, lists, n/4)
+	}
+}
+
 // TestRunTwice: a Scheduler runs once at a time.
 func TestRunTwice(t *testing.T) { inBubble(t, runTwice) }
 

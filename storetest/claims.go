@@ -9,7 +9,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// reserve is a Reserve function like a controller's: one more status
+// reserve is a Change function like a controller's: one more status
 // request and its event. calls counts its runs.
 func reserve(now time.Time, calls *atomic.Int32) func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 	return func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
@@ -25,7 +25,7 @@ func reserve(now time.Time, calls *atomic.Int32) func(op *pollwarden.Operation) 
 func claim(t *testing.T, s pollwarden.Store, id, owner string, now time.Time, calls *atomic.Int32) (*pollwarden.Operation, *pollwarden.Lease, error) {
 	t.Helper()
 	return s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: id, Owner: owner, Now: now, TTL: ttl,
-		Reserve: reserve(now, calls)})
+		Change: reserve(now, calls)})
 }
 
 // saveRelease is save with SaveParams.Release.
@@ -59,7 +59,7 @@ func testClaimTakesLeaseAndReserves(t *testing.T, s pollwarden.Store) {
 	_, _, err = claim(t, s, "op-1", "b", t0.Add(ttl-1), &calls)
 	wantErr(t, "claim of a held lease", err, pollwarden.ErrLeaseHeld)
 	if calls.Load() != before {
-		t.Fatalf("Reserve was called although the lease was held")
+		t.Fatalf("Change was called although the lease was held")
 	}
 	if err := save(t, s, "op-1", l, t0.Add(time.Second)); err != nil {
 		t.Fatalf("save with the claimed lease: %v", err)
@@ -80,7 +80,7 @@ func testClaimRefused(t *testing.T, s pollwarden.Store) {
 	want := get(t, s, "op-1")
 	var seen *pollwarden.Operation
 	op, l, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "a", Now: t0, TTL: ttl,
-		Reserve: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		Change: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			seen = op
 			op.StatusRequestsUsed = 99 // a copy: changing it must not reach the store
 			return nil, nil
@@ -89,7 +89,7 @@ func testClaimRefused(t *testing.T, s pollwarden.Store) {
 		t.Fatalf("refused claim: lease %+v, %v; want none and no error", l, err)
 	}
 	if seen == nil {
-		t.Fatal("Reserve was not called")
+		t.Fatal("Change was not called")
 	}
 	if op.Version != want.Version {
 		t.Fatalf("refused claim returned version %d, want %d", op.Version, want.Version)
@@ -111,14 +111,14 @@ func testClaimSeesLatestRecord(t *testing.T, s pollwarden.Store) {
 	}
 	var seen *pollwarden.Operation
 	_, _, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "a", Now: t0, TTL: ttl,
-		Reserve: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		Change: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 			seen = op.Clone()
 			return nil, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	same(t, "record given to Reserve", seen, get(t, s, "op-1"))
+	same(t, "record given to Change", seen, get(t, s, "op-1"))
 }
 
 func testClaimBadReservation(t *testing.T, s pollwarden.Store) {
@@ -133,14 +133,14 @@ func testClaimBadReservation(t *testing.T, s pollwarden.Store) {
 		{"another operation", func(*pollwarden.Operation) *pollwarden.Operation { return other.Clone() }},
 	} {
 		_, _, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "a", Now: t0, TTL: ttl,
-			Reserve: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+			Change: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
 				op.StatusRequestsUsed++
 				return tc.change(op), nil
 			}})
-		wantErr(t, "a reservation for "+tc.what, err, pollwarden.ErrInvalid)
+		wantErr(t, "a change for "+tc.what, err, pollwarden.ErrInvalid)
 	}
 	_, _, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "a", Now: t0, TTL: ttl})
-	wantErr(t, "a claim without Reserve", err, pollwarden.ErrInvalid)
+	wantErr(t, "a claim without Change", err, pollwarden.ErrInvalid)
 	_, _, err = claim(t, s, "missing", "a", t0, nil)
 	wantErr(t, "a claim of an unknown operation", err, pollwarden.ErrNotFound)
 	if op := get(t, s, "op-1"); op.Version != 1 || op.StatusRequestsUsed != 0 {
@@ -195,7 +195,7 @@ func testConcurrentClaims(t *testing.T, s pollwarden.Store) {
 	for i := range n {
 		wg.Go(func() {
 			_, l, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1",
-				Owner: string(rune('a' + i)), Now: t0, TTL: ttl, Reserve: reserve(t0, nil)})
+				Owner: string(rune('a' + i)), Now: t0, TTL: ttl, Change: reserve(t0, nil)})
 			switch {
 			case err == nil:
 				leases <- l
@@ -220,8 +220,8 @@ func testConcurrentClaims(t *testing.T, s pollwarden.Store) {
 }
 
 // testClaimWithHave: a caller's copy that is still current is reserved
-// as if read under the lease; a stale one never is — the reservation
-// written is Reserve's answer for the stored record.
+// as if read under the lease; a stale one never is — the change
+// written is Change's answer for the stored record.
 func testClaimWithHave(t *testing.T, s pollwarden.Store) {
 	create(t, s, newOp("op-1"))
 	stale := get(t, s, "op-1")
@@ -232,7 +232,7 @@ func testClaimWithHave(t *testing.T, s pollwarden.Store) {
 	}
 	claimWith := func(have *pollwarden.Operation, owner string, now time.Time) (*pollwarden.Operation, *pollwarden.Lease, error) {
 		return s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: owner, Now: now, TTL: ttl,
-			Have: have, Reserve: reserve(now, nil)})
+			Have: have, Change: reserve(now, nil)})
 	}
 	op, l, err := claimWith(stale, "a", t0)
 	if err != nil || l == nil {
@@ -255,6 +255,6 @@ func testClaimWithHave(t *testing.T, s pollwarden.Store) {
 	same(t, "stored after a claim with a current copy", get(t, s, "op-1"), op2)
 	verify(t, s, "op-1", 4)
 	_, _, err = s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "c", Now: t0.Add(ttl), TTL: ttl,
-		Have: newOp("op-2"), Reserve: reserve(t0, nil)})
+		Have: newOp("op-2"), Change: reserve(t0, nil)})
 	wantErr(t, "a claim with a copy of another operation", err, pollwarden.ErrInvalid)
 }

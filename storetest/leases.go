@@ -11,13 +11,13 @@ import (
 
 const ttl = 30 * time.Second
 
-// claimLease is a claim whose reservation hands the record back as read:
+// claimLease is a claim whose change hands the record back as read:
 // it only takes the lease (and, as every write of a record does,
 // increments the version). It is how a scheduler's OperationClaim looks
 // to the lease rules, without a policy.
 func claimLease(ctx context.Context, s pollwarden.Store, id, owner string, now time.Time, ttl time.Duration) (*pollwarden.Lease, error) {
 	_, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: owner, Now: now, TTL: ttl,
-		Reserve: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) { return op, nil }})
+		Change: func(op *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) { return op, nil }})
 	if err == nil && l == nil {
 		err = errors.New("the claim took no lease")
 	}

@@ -50,13 +50,13 @@ func testClaimAheadCannotSteal(t *testing.T, s pollwarden.Store) {
 	const long = time.Minute // the holder's lease cannot lapse while the test runs
 	behind, ahead := wall.Add(-skew), wall.Add(skew)
 	_, l, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "behind",
-		Now: behind, TTL: long, Reserve: reserve(behind, nil)})
+		Now: behind, TTL: long, Change: reserve(behind, nil)})
 	if err != nil || l == nil {
 		t.Fatalf("claim of a free operation: %+v %v", l, err)
 	}
 	var calls atomic.Int32
 	_, stolen, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "ahead",
-		Now: ahead, TTL: long, Reserve: reserve(ahead, &calls)})
+		Now: ahead, TTL: long, Change: reserve(ahead, &calls)})
 	wantErr(t, "claim by a replica whose clock is ahead", err, pollwarden.ErrLeaseHeld)
 	if stolen != nil || calls.Load() != 0 {
 		t.Fatalf("the claim ahead took %+v and reserved %d times", stolen, calls.Load())
@@ -73,7 +73,7 @@ func testClaimAheadCannotSteal(t *testing.T, s pollwarden.Store) {
 		t.Fatalf("holder's release-save: %v", err)
 	}
 	_, next, err := s.OperationClaim(t.Context(), pollwarden.ClaimParams{OperationID: "op-1", Owner: "ahead",
-		Now: ahead, TTL: long, Reserve: reserve(ahead, nil)})
+		Now: ahead, TTL: long, Change: reserve(ahead, nil)})
 	if err != nil || next == nil || next.Epoch != l.Epoch+1 {
 		t.Fatalf("claim after the release: %+v %v, want epoch %d", next, err, l.Epoch+1)
 	}

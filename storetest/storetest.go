@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ClaimSeesLatestRecord", testClaimSeesLatestRecord},
 		{"ClaimBadReservation", testClaimBadReservation},
 		{"ClaimWithCallersCopy", testClaimWithHave},
+		{"IndexedColumnsFollowRecord", testIndexedColumnsFollowRecord},
 		{"SaveReleasesCurrentLeaseOnly", testSaveRelease},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
 		{"EventsAppendedInOrder", testEventsInOrder},
@@ -131,6 +132,7 @@ func fullOp(id string) *pollwarden.Operation {
 		RequestedBy: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, Attempts: 1, HTTPStatus: 202,
 		AnsweredAt: ptr(at(31*time.Minute + 3)), Detail: "POST https://api.example.com/v1/jobs/job-1/cancel answered 202"}
 	op.ContractDigest = map[string]string{"status": "0f3c9a7e11d2b4c5", "escalation.extension": "9d0e1f2a3b4c5d6e"}
+	op.ContractLimits = &pollwarden.ContractLimits{Deadline: 40 * time.Minute, MaxStatusRequests: 12, MaxTransportFailures: 3, MaxRateLimited: 3}
 	op.Submission = &pollwarden.Submission{State: pollwarden.SubmissionAccepted, BodySHA256: "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",
 		Body: json.RawMessage(`{"report":"q3"}`), IdempotencyKey: "7d444840-9dc0-41c5-a9a3-7b0e54c1f2a8", MaxAttempts: 3, Attempts: 2,
 		SentAt: ptr(at(time.Second)), AnsweredAt: ptr(at(2 * time.Second)), HTTPStatus: 202, RequestID: "req-sub-1",

@@ -10,7 +10,39 @@ import (
 
 const eventCols = "pos, operation_id, seq, at, kind, payload, prev_hash, hash"
 
-const insertEventSQL = "INSERT INTO events (" + eventCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+// maxEventRows bounds the rows of one multi-row event INSERT: a write's
+// events (one to three for a step) go in one statement, a long run of
+// them in chunks, so the prepared forms stay a small fixed set.
+const maxEventRows = 8
+
+// insertEvents are the INSERTs of 1 to maxEventRows events (index: rows
+// minus one).
+var insertEvents = func() (q [maxEventRows]string) {
+	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
+	values := row
+	for i := range q {
+		q[i] = "INSERT INTO events (" + eventCols + ") VALUES " + values
+		values += ", " + row
+	}
+	return q
+}()
+
+// eventStmts inserts evs, already linked, as few statements: each
+// statement's cost (binding, stepping, resetting; a pipeline entry on
+// PostgreSQL) is paid once for up to maxEventRows events, not per event.
+func eventStmts(stmts []Stmt, opID string, evs []pollwarden.Event) []Stmt {
+	for len(evs) > 0 {
+		n := min(len(evs), maxEventRows)
+		args := make([]any, 0, 8*n)
+		for i := range evs[:n] {
+			e := &evs[i]
+			args = append(args, e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash)
+		}
+		stmts = append(stmts, Stmt{insertEvents[n-1], args})
+		evs = evs[n:]
+	}
+	return stmts
+}
 
 // appendEvents places evs after cs and inserts them, in the caller's write
 // transaction, which read cs.Seq under the operation's row lock. Where
@@ -33,12 +65,10 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	if err := s.checkSealMode(ctx, tx); err != nil {
 		return err
 	}
-	stmts := make([]Stmt, 0, len(evs)+1)
 	for i := range evs {
-		e := &evs[i]
-		cs.link(e)
-		stmts = append(stmts, eventStmt(opID, e))
+		cs.link(&evs[i])
 	}
+	stmts := eventStmts(make([]Stmt, 0, 2), opID, evs)
 	if s.x.HeadRow {
 		stmts = append(stmts, s.headStmt(cs))
 	}
@@ -63,10 +93,6 @@ func (s *Store) headStmt(cs Chain) Stmt {
 }
 
 // eventStmt inserts e, already linked, as an event of opID.
-func eventStmt(opID string, e *pollwarden.Event) Stmt {
-	return Stmt{insertEventSQL, []any{e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash}}
-}
-
 func errAppend(err error) error { return fmt.Errorf("append events: %w", err) }
 
 // AppendBulk appends events to an existing operation through the store's

@@ -9,11 +9,11 @@ import (
 )
 
 // checkClaim refuses, before any transaction, a claim that names no
-// operation, owner or reservation, asks for no lease time, or brings a copy
+// operation, owner or change, asks for no lease time, or brings a copy
 // of another operation.
 func checkClaim(p pollwarden.ClaimParams) error {
-	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 || p.Reserve == nil {
-		return fmt.Errorf("%w: need an operation id, an owner, a positive TTL and a Reserve function", pollwarden.ErrInvalid)
+	if p.OperationID == "" || p.Owner == "" || p.TTL <= 0 || p.Change == nil {
+		return fmt.Errorf("%w: need an operation id, an owner, a positive TTL and a Change function", pollwarden.ErrInvalid)
 	}
 	if p.Have != nil && p.Have.ID != p.OperationID {
 		return fmt.Errorf("%w: Have is operation %q, the claim is for %q", pollwarden.ErrInvalid, p.Have.ID, p.OperationID)
@@ -25,9 +25,9 @@ func checkClaim(p pollwarden.ClaimParams) error {
 // under the write lock.
 type Claim struct {
 	// Op is the record to store, its Version already incremented; nil
-	// when Reserve took nothing (then nothing is written).
+	// when Change took nothing (then nothing is written).
 	Op *pollwarden.Operation
-	// Events are the reservation's events as Reserve returned them (to
+	// Events are the change's events as Change returned them (to
 	// publish after the commit); Prepared are the same, encoded for the
 	// store.
 	Events, Prepared []pollwarden.Event
@@ -36,7 +36,7 @@ type Claim struct {
 	Lease *pollwarden.Lease
 }
 
-// preClaim runs the reservation on p.Have before the transaction, so that
+// preClaim runs the change on p.Have before the transaction, so that
 // the transaction, when it finds the stored version still Have's, only
 // checks and writes (see pollwarden.ClaimParams.Have): the decoding of the
 // stored record, the caller's checks and the events' encoding and sealing
@@ -46,7 +46,7 @@ func preClaim(sealer audit.Sealer, p pollwarden.ClaimParams) (*Claim, *pollwarde
 		return nil, nil, nil
 	}
 	read := p.Have.Clone()
-	cl, err := reserveOn(sealer, read, p)
+	cl, err := applyChange(sealer, read, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,17 +65,17 @@ func (ls Lease) claimable(now time.Time) error {
 	return nil
 }
 
-// reserveOn calls p.Reserve with a copy of read and checks its answer: a
-// reservation must keep the operation's id and the version it was given,
+// applyChange calls p.Change with a copy of read and checks its answer: a
+// change must keep the operation's id and the version it was given,
 // since it is saved over exactly that record. The Claim has no lease yet
-// (see take); its Op is nil when Reserve took nothing.
-func reserveOn(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.ClaimParams) (Claim, error) {
-	next, events := p.Reserve(read.Clone())
+// (see take); its Op is nil when Change took nothing.
+func applyChange(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.ClaimParams) (Claim, error) {
+	next, events := p.Change(read.Clone())
 	if next == nil {
 		return Claim{}, nil
 	}
 	if next.ID != read.ID || next.Version != read.Version {
-		return Claim{}, fmt.Errorf("%w: the reservation is for operation %q version %d, the record read is %q version %d",
+		return Claim{}, fmt.Errorf("%w: the change is for operation %q version %d, the record read is %q version %d",
 			pollwarden.ErrInvalid, next.ID, next.Version, read.ID, read.Version)
 	}
 	prepared, err := prepareEvents(sealer, read.ID, events)
@@ -87,7 +87,7 @@ func reserveOn(sealer audit.Sealer, read *pollwarden.Operation, p pollwarden.Cla
 	return Claim{Op: &rec, Events: events, Prepared: prepared}, nil
 }
 
-// take gives a reservation the lease it is stored with: the next epoch
+// take gives a change the lease it is stored with: the next epoch
 // after the stored one, expiring TTL after now. A refused claim (no Op)
 // takes nothing.
 func (c *Claim) take(ls Lease, now time.Time, p pollwarden.ClaimParams) error {

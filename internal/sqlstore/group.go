@@ -273,10 +273,9 @@ func (s *Store) appendQueued(ctx context.Context, tx Querier, appends []queuedAp
 	for _, a := range appends {
 		cs.Seq = a.seq
 		for k := range a.evs {
-			e := &a.evs[k]
-			cs.link(e)
-			stmts = append(stmts, eventStmt(a.opID, e))
+			cs.link(&a.evs[k])
 		}
+		stmts = eventStmts(stmts, a.opID, a.evs)
 	}
 	stmts = append(stmts, s.headStmt(cs))
 	if err := tx.Batch(ctx, stmts); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -66,14 +65,14 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 	return nil
 }
 
-// OperationClaim takes the lease and saves the reservation p.Reserve makes
+// OperationClaim takes the lease and saves the change p.Change makes
 // on the record read under it, in one write transaction that first locks
 // the operation's row (see pollwarden.Store). Whether the lease is free,
 // and when the new one expires, is decided on the lease clock read after
-// the row lock (see Dialect.LeaseNow); p.Reserve still decides with the
-// caller's own time whether a request is due. With p.Have, Reserve runs on
+// the row lock (see Dialect.LeaseNow); p.Change still decides with the
+// caller's own time whether a request is due. With p.Have, Change runs on
 // it before the transaction, which keeps that answer if the stored version
-// is still Have's; otherwise, and without Have, Reserve runs under the
+// is still Have's; otherwise, and without Have, Change runs under the
 // write lock (again if the transaction is retried): the write lock is the
 // bottleneck, so everything but the checks and the writes is done before.
 func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
@@ -96,9 +95,11 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	var cs Chain
 	var rec string
 	var version int64
+	var stored storedIndexed
+	dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, stored.dest()...)
 	err = s.writeGrouped(ctx, rowWrite{
 		opID: p.OperationID, query: s.q.claim, caller: p.Now, chain: &cs,
-		dest: append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, s.chainDest(&cs)...),
+		dest: append(dest, s.chainDest(&cs)...),
 		decide: func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
 			if !found {
 				return nil, nil, s.lockedByAnother(ctx, tx, p.OperationID)
@@ -110,13 +111,13 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 			var args []any
 			var err error
 			if pre != nil && version == preRead.Version {
-				// The stored record is the caller's copy: its reservation stands.
+				// The stored record is the caller's copy: its change stands.
 				read, cl, args = preRead, *pre, preArgs
 			} else {
 				if read, err = decodeRecord(version, rec); err != nil {
 					return nil, nil, err
 				}
-				if cl, err = reserveOn(s.sealer, read, p); err != nil || cl.Op == nil {
+				if cl, err = applyChange(s.sealer, read, p); err != nil || cl.Op == nil {
 					return nil, nil, err
 				}
 				if args, err = recordArgs(cl.Op); err != nil {
@@ -130,8 +131,9 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 				return nil, nil, err
 			}
 			l := cl.Lease
-			args = append(slices.Clip(args), l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
-			return &Stmt{s.q.updateClaim, args}, cl.Prepared, nil
+			sql, set := s.q.up.stmt(updateClaim, &stored, args)
+			set = append(set, l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
+			return &Stmt{sql, set}, cl.Prepared, nil
 		},
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,14 +72,15 @@ const leaseCols = "lease_owner, lease_epoch, lease_expires_at"
 
 // queries are the statements every write runs, built once per dialect.
 type queries struct {
-	insert, update, updateRelease, updateClaim string
+	insert string
+	// up are the UPDATEs of saves and claims (see indexedCols).
+	up updates
 	// save and saveChain read what a save checks (and, with events,
 	// where they go); claim also reads the record.
 	save, saveChain, claim string
 }
 
 func buildQueries(x Syntax) queries {
-	set := strings.Join(recordCols, " = ?, ") + " = ?"
 	var q queries
 	if x.CreatedOrder != "" {
 		q.insert = "INSERT INTO operations (id, created_order, " + strings.Join(recordCols, ", ") + ") VALUES (?, " +
@@ -89,18 +89,14 @@ func buildQueries(x Syntax) queries {
 		q.insert = "INSERT INTO operations (id, " + strings.Join(recordCols, ", ") + ") VALUES (?" +
 			strings.Repeat(", ?", len(recordCols)) + ") ON CONFLICT (id) DO NOTHING"
 	}
-	q.update = "UPDATE operations SET " + set + " WHERE id = ?"
-	// A save that also ends the saver's lease (SaveParams.Release),
-	// keeping the epoch.
-	q.updateRelease = "UPDATE operations SET " + set + ", lease_owner = NULL, lease_expires_at = NULL WHERE id = ?"
-	// A claim's write: the reserved record and the lease.
-	q.updateClaim = "UPDATE operations SET " + set + ", lease_owner = ?, lease_epoch = ?, lease_expires_at = ? WHERE id = ?"
+	q.up = buildUpdates()
 	chain := seqCol
 	if !x.HeadRow {
 		chain = headCols + ", " + seqCol
 	}
-	q.save = "SELECT version, " + leaseCols + " FROM operations WHERE id = ?" + x.ForUpdate
-	q.saveChain = "SELECT version, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
+	indexed := strings.Join(indexedCols[:], ", ")
+	q.save = "SELECT version, " + leaseCols + ", " + indexed + " FROM operations WHERE id = ?" + x.ForUpdate
+	q.saveChain = "SELECT version, " + leaseCols + ", " + indexed + ", " + chain + " FROM operations WHERE id = ?" + x.ForUpdate
 	// A claim passes a row another writer has locked (SkipLocked, where
 	// rows are locked one at a time): whoever holds it is working on the
 	// operation, so the claim is refused as if the lease were held instead
@@ -109,7 +105,7 @@ func buildQueries(x Syntax) queries {
 	if x.SkipLocked != "" {
 		lock = x.SkipLocked
 	}
-	q.claim = "SELECT version, record, " + leaseCols + ", " + chain + " FROM operations WHERE id = ?" + lock
+	q.claim = "SELECT version, record, " + leaseCols + ", " + indexed + ", " + chain + " FROM operations WHERE id = ?" + lock
 	return q
 }
 
@@ -266,14 +262,15 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if err != nil {
 		return s.fail(err, "save operation %q", op.ID)
 	}
-	update := s.q.update
+	kind := updateSave
 	if p.Release && p.Lease != nil {
-		update = s.q.updateRelease
+		kind = updateRelease
 	}
 	var version int64
 	var ls storedLease
 	var cs Chain
-	query, dest := s.q.save, []any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}
+	var stored storedIndexed
+	query, dest := s.q.save, append([]any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}, stored.dest()...)
 	if len(evs) > 0 {
 		query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
 	}
@@ -289,7 +286,8 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 			if version != op.Version {
 				return nil, nil, fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
 			}
-			return &Stmt{update, append(slices.Clip(args), op.ID)}, evs, nil
+			sql, set := s.q.up.stmt(kind, &stored, args)
+			return &Stmt{sql, append(set, op.ID)}, evs, nil
 		},
 	})
 	if err != nil {
