@@ -35,6 +35,9 @@ type Env struct {
 	// leaseSlack is the hidden --lease-slack, shared by every command
 	// built from this Env; zero is the controller's default.
 	leaseSlack *time.Duration
+	// progressEvery is the hidden --progress-every of the MCP door
+	// (serve's /mcp and mcp); zero is the MCP server's default of 5 s.
+	progressEvery *time.Duration
 }
 
 // clock is env.Clock, or the wall clock when none was given.
@@ -134,6 +137,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 
 func newRoot(ctx context.Context, env Env) *cobra.Command {
 	env.leaseSlack = new(time.Duration)
+	env.progressEvery = new(time.Duration)
 	root := &cobra.Command{
 		Use:   "pollwarden",
 		Short: "Wait on external asynchronous jobs under a bounded, audited contract",
@@ -148,6 +152,8 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.PersistentFlags().Var(slackFlag{env.leaseSlack}, "lease-slack", "how much longer than two status timeouts a lease lasts")
 	_ = root.PersistentFlags().MarkHidden("lease-slack")
+	root.PersistentFlags().Var(slackFlag{env.progressEvery}, "progress-every", "how often wait_job sends a progress notification")
+	_ = root.PersistentFlags().MarkHidden("progress-every")
 	root.AddCommand(waitCmd(env), submitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	root.AddCommand(simCmd(env))
 	root.AddCommand(serveCmd(env), webhooksCmd(env))
@@ -279,7 +285,8 @@ func OSEnv() Env {
 // slackFlag is --lease-slack, hidden because only tests that kill a
 // process need it: they free its leases in moments instead of waiting out
 // the default slack. A lease shorter than its write refuses the write, so
-// a small value costs retries, never a double request.
+// a small value costs retries, never a double request. --progress-every
+// is one too, for tests that wait for wait_job's first progress note.
 type slackFlag struct{ d *time.Duration }
 
 func (f slackFlag) String() string {
@@ -310,4 +317,13 @@ func (env Env) slack() time.Duration {
 		return 0
 	}
 	return *env.leaseSlack
+}
+
+// progress is the --progress-every value, zero (the MCP server's default)
+// when none was given.
+func (env Env) progress() time.Duration {
+	if env.progressEvery == nil {
+		return 0
+	}
+	return *env.progressEvery
 }

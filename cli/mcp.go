@@ -109,7 +109,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 		hookRun = d.Run
 	}
 	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes, Clock: env.clock(),
-		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp"), TraceIncoming: tr != nil})
+		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp"), TraceIncoming: tr != nil, ProgressEvery: env.progress()})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -192,7 +192,8 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	// 404/405 answers.
 	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set,
 		Changes: changes, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
-		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon", TraceIncoming: tr.Tracer != nil}), tokens, log)
+		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon", TraceIncoming: tr.Tracer != nil,
+		ProgressEvery: env.progress()}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
 	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log, Now: env.clock().Now})

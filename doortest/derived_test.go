@@ -7,6 +7,7 @@ import "testing"
 // derive one id, so either resumes what the other started; the API's
 // agent, a token, resumes its own, not theirs.
 func TestDerivedIDsAgree(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	byCLI := cliDoor{}.do(t, r, ok("ok"))
 	byMCP := mcpDoor{}.do(t, r, ok("ok"))

@@ -83,6 +83,7 @@ var resultDoors = map[string]func(t *testing.T, r *rig, req request) (answer, bo
 // API and MCP leaves the same record (owner aside: each door's caller
 // owns it) and the same story, and creates one job at the provider.
 func TestDoorsSubmitTheSameRecord(t *testing.T) {
+	t.Parallel()
 	var first map[string]any
 	var firstDoor string
 	for _, door := range []string{"cli", "http", "mcp"} {
@@ -111,6 +112,7 @@ func TestDoorsSubmitTheSameRecord(t *testing.T) {
 // no result: each door refuses the fetch naming the phase, sends nothing
 // to the provider and adds nothing to the story.
 func TestDoorsRefuseResultBeforeSuccess(t *testing.T) {
+	t.Parallel()
 	for _, door := range []string{"cli", "http", "mcp"} {
 		t.Run(door, func(t *testing.T) {
 			r := submitRig(t)

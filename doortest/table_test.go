@@ -210,6 +210,7 @@ func runTable(t *testing.T, d door) { runRows(t, d, table) }
 func runRows(t *testing.T, d door, rows []row) {
 	for _, rw := range rows {
 		t.Run(rw.name, func(t *testing.T) {
+			t.Parallel()
 			r := newRig(t)
 			var lastID string
 			for _, b := range rw.before {

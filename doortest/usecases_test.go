@@ -84,6 +84,7 @@ func TestMCPDoorUseCases(t *testing.T)  { runRows(t, mcpDoor{}, useCaseTable) }
 // cancel sends no second request to the provider (the contract does not
 // document cancel as idempotent).
 func TestCancelTwiceSendsOnce(t *testing.T) {
+	t.Parallel()
 	for _, d := range []door{cliDoor{}, httpDoor{}} {
 		r := newRig(t)
 		for range 2 {

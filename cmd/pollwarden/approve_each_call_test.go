@@ -73,6 +73,7 @@ func approvalQuestion(t *testing.T, op map[string]any, call string) {
 // agent's approval is refused and sends nothing; one approval lets
 // exactly one request out, and the next call asks again.
 func TestServeApproveEachCall(t *testing.T) {
+	t.Parallel()
 	prov, sent := sensitiveProvider(t)
 	dir := t.TempDir()
 	cdir := filepath.Join(dir, "contracts")
@@ -125,6 +126,7 @@ func TestServeApproveEachCall(t *testing.T) {
 // wait stops before the first call (exit 26), decide approves one, and
 // the resumed wait sends exactly that one and stops again.
 func TestCLIDecideApprovesOneCall(t *testing.T) {
+	t.Parallel()
 	prov, sent := sensitiveProvider(t)
 	dir := t.TempDir()
 	cf := sensitiveContract(t, dir, prov.URL)

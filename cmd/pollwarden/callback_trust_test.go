@@ -188,6 +188,7 @@ limits: {deadline: 1h, max_status_requests: 200, max_transport_failures: 3, max_
 // the trust, after which the daemon polls as without callbacks again.
 // Every batch ends with the provider's answer.
 func TestServeTrustedCallbacksSavePolls(t *testing.T) {
+	t.Parallel()
 	prov := newBatchProvider(t)
 	dir, p, base := serveContracts(t, []string{"PW_CB_SECRET=" + cbCanary}, map[string]string{
 		"batch-cb.yaml":    batchContract("batch-cb", prov.srv.URL, true),

@@ -241,20 +241,20 @@ func (r *cancelRig) story(id string) string {
 	return string(b)
 }
 
-// until polls the record until cond holds.
+// until polls the record until cond holds: a plain read first, then
+// long-polls, which hold their answer until the phase changes (on a record
+// that already holds, one would only add its two seconds).
 func (r *cancelRig) until(id, what string, cond func(op map[string]any) bool) map[string]any {
 	r.t.Helper()
-	var op map[string]any
 	deadline := time.Now().Add(90 * time.Second)
-	for {
-		op = call(r.t, r.base, "alice-token", "GET", "/v1/operations/"+id+"?wait=2s", "", 200)
-		if cond(op) {
-			return op
-		}
+	op := call(r.t, r.base, "alice-token", "GET", "/v1/operations/"+id, "", 200)
+	for !cond(op) {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("timed out waiting for %s; the record: %v\nthe story:\n%s", what, op, r.story(id))
 		}
+		op = call(r.t, r.base, "alice-token", "GET", "/v1/operations/"+id+"?wait=2s", "", 200)
 	}
+	return op
 }
 
 func (r *cancelRig) create(id, job string, maxRequests int) {

@@ -28,7 +28,10 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite docs/con
 
 // consoleContract is a contract whose escalations offer every kind of
 // option (extend, cancel at provider, the provider console, stop), with a
-// backoff slow enough that an extended operation is seen waiting.
+// backoff slow enough that an extended operation is seen waiting (its
+// four more requests take two seconds or more; the console's checks of it
+// take a few hundred milliseconds), and short enough that export-7 meets
+// its budget, through a 429 asking for 2 s, in about four.
 func consoleContract(t *testing.T, dir, base string) {
 	t.Helper()
 	c := fmt.Sprintf(`version: 1
@@ -39,7 +42,7 @@ status:
   timeout: 2s
 state: {path: state, pending: [queued, running], success: [succeeded], failure: [failed]}
 result: {require: [{path: result.url, kind: url}], error_path: error}
-backoff: {base: 2s, max: 4s}
+backoff: {base: 500ms, max: 1s}
 limits: {deadline: 30m, max_status_requests: 40, max_transport_failures: 3, max_rate_limited: 3}
 escalation:
   extension: {time: 15m, status_requests: 4}
@@ -51,7 +54,9 @@ cancel: {url: "%[1]s/jobs/{job_id}/cancel", method: POST}
 	}
 }
 
-// consoleRig is a real serve with escalated and waiting operations.
+// consoleRig is a real serve with escalated and waiting operations:
+// export-8 and export-9 escalated, export-7 on its way there
+// (withTimeline waits for it).
 type consoleRig struct {
 	base string
 	p    *proc
@@ -79,7 +84,7 @@ func newConsoleRig(t *testing.T) *consoleRig {
 	r := &consoleRig{base: listenAddr(t, p), p: p}
 	// export-7 meets a rate limit with Retry-After and a server error on
 	// its way, for the request timeline to show.
-	srv.Script("export-7", fp.State("running", nil), fp.Code(429, map[string]string{"Retry-After": "3"}), fp.Code(503, nil), fp.State("running", nil))
+	srv.Script("export-7", fp.State("running", nil), fp.Code(429, map[string]string{"Retry-After": "2"}), fp.Code(503, nil), fp.State("running", nil))
 	for id, budget := range map[string]int{"export-7": 4, "export-8": 1, "export-9": 1, "invoice-batch-3": 40, "invoice-batch-4": 40} {
 		if id != "export-7" {
 			srv.Script(id, fp.State("running", nil))
@@ -90,12 +95,19 @@ func newConsoleRig(t *testing.T) *consoleRig {
 	// Another agent's operation, which build-agent must not see.
 	srv.Script("rival-5", fp.State("running", nil))
 	call(t, r.base, "rival-token", "POST", "/v1/operations", `{"operation_id":"rival-5","contract":"nightly-export","job_id":"rival-5"}`, 201)
-	for _, id := range []string{"export-7", "export-8", "export-9"} {
+	for _, id := range []string{"export-8", "export-9"} {
 		waitPhase(t, r.base, id, "escalated")
 	}
+	return r
+}
+
+// withTimeline waits until export-7 has met its budget after a 429 and a
+// 503, and files its agent's extension request.
+func (r *consoleRig) withTimeline(t *testing.T) {
+	t.Helper()
+	waitPhase(t, r.base, "export-7", "escalated")
 	call(t, r.base, "agent-token", "POST", "/v1/operations/export-7/extension-requests",
 		`{"extra_time":"30m","extra_status_requests":5,"justification":"the export runs nightly and usually ends by 03:00"}`, 202)
-	return r
 }
 
 // TestConsoleInChromium drives the console in Debian's Chromium against a
@@ -108,6 +120,7 @@ func TestConsoleInChromium(t *testing.T) {
 	t.Parallel()
 	browserCtx := browser(t)
 	r := newConsoleRig(t)
+	r.withTimeline(t)
 	alice := tab(t, browserCtx)
 
 	signIn(t, alice, r.base, "alice-token")

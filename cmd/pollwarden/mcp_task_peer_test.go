@@ -17,6 +17,7 @@ import (
 // inner operation as a task: to success, and to input_required when the
 // inner one escalates.
 func TestMCPTaskBuiltinAgainstPollwardenServe(t *testing.T) {
+	t.Parallel()
 	prov, base, _ := tenantServe(t)
 	prov.Script("job-ok", fp.State("running", nil), fp.State("running", nil),
 		fp.State("succeeded", map[string]any{"result": map[string]any{"url": "https://files.example.com/r.csv"}}))

@@ -34,6 +34,7 @@ var consoleLink = regexp.MustCompile(`https?://[^\s"<>]+/ui/operations/[A-Za-z0-
 // signs in, lands on that page, extends with a note, and sees the new
 // phase and the note in the story.
 func TestNotificationToDecisionInChromium(t *testing.T) {
+	t.Parallel()
 	browserCtx := browser(t)
 	srv := fp.New()
 	defer srv.Close()
@@ -69,13 +70,12 @@ retry: {base: 100ms, max: 300ms, attempts: 20}
 timeout: 2s
 `, public.URL, sink.Addr)
 	const slackToken = "slack-canary-Hk3Vq9-token"
-	t.Setenv("PW_SLACK_URL", slack.URL+"/services/T0/B0/"+slackToken)
 	for name, body := range map[string]string{"tokens.yaml": tokens, "webhooks.yaml": hooks} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
+	p := startEnv(t, []string{"PW_SLACK_URL=" + slack.URL + "/services/T0/B0/" + slackToken}, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir,
 		"--tokens", filepath.Join(dir, "tokens.yaml"), "--webhooks", filepath.Join(dir, "webhooks.yaml"))
 	defer p.cmd.Process.Kill()
 	t.Cleanup(func() {

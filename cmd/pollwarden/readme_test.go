@@ -55,6 +55,7 @@ func readmeBlocks(t *testing.T) (marked, others []string) {
 // stand-in serves, at the path it serves it. What the README says the
 // commands print, they must print.
 func TestReadmeFirstWait(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

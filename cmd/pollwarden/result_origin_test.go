@@ -18,6 +18,7 @@ import (
 // result` (a real process) refuses it naming the origin, and the other
 // listener never sees a request, so never the credential.
 func TestResultURLFromTheAnswerStaysOnOrigin(t *testing.T) {
+	t.Parallel()
 	var elsewhere atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
 	t.Cleanup(other.Close)

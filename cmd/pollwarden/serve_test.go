@@ -170,11 +170,15 @@ func call(t *testing.T, base, token, method, path, body string, want int) map[st
 func waitPhase(t *testing.T, base, id, phase string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	// A long-poll holds its answer until the phase changes, so it is asked
+	// only when a plain read shows another phase: held on an operation
+	// already escalated, it would answer after its full 5 s.
+	op := call(t, base, "agent-token", "GET", "/v1/operations/"+id, "", 200)
 	for time.Now().Before(deadline) {
-		op := call(t, base, "agent-token", "GET", "/v1/operations/"+id+"?wait=5s", "", 200)
 		if op["phase"] == phase {
 			return op
 		}
+		op = call(t, base, "agent-token", "GET", "/v1/operations/"+id+"?wait=5s", "", 200)
 	}
 	t.Fatalf("operation %s never reached %s", id, phase)
 	return nil

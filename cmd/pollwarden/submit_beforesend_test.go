@@ -54,6 +54,7 @@ func (g *tokenGate) count() int {
 // (and the provider still has no job). With a key the rerun sends it,
 // once, with the stored key.
 func TestSubmitKilledBeforeSend(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, extra string
 		code, jobs  int
@@ -62,6 +63,7 @@ func TestSubmitKilledBeforeSend(t *testing.T) {
 		{"with key", "  idempotency_key_header: Idempotency-Key\n", 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := newSubmitProvider(t)
 			gate := newTokenGate(t)
 			dir := t.TempDir()

@@ -31,7 +31,7 @@ func daemonDir(t *testing.T, p *submitProvider, extra string) (dir string, args 
 		t.Fatal(err)
 	}
 	return dir, []string{"serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"),
-		"--contracts", cdir, "--tokens", filepath.Join(dir, "tokens.yaml")}
+		"--contracts", cdir, "--tokens", filepath.Join(dir, "tokens.yaml"), "--lease-slack", testLeaseSlack}
 }
 
 const daemonSubmit = `{"operation_id":"sub-d","contract":"sub-test","submit":{"body":{"report":"q3","format":"csv"}}}`
@@ -72,6 +72,7 @@ func serveKilledAndRestarted(t *testing.T, extra string) (p *submitProvider, dir
 // operation still submitting and, the contract declaring no idempotency
 // key, sends nothing: it escalates integration_failure with the question.
 func TestServeTakesOverSubmissionWithoutKey(t *testing.T) {
+	t.Parallel()
 	p, dir, first, second, base := serveKilledAndRestarted(t, "")
 	op := waitPhase(t, base, "sub-d", "escalated")
 	msg := fmt.Sprint(op["escalation"])
@@ -90,6 +91,7 @@ func TestServeTakesOverSubmissionWithoutKey(t *testing.T) {
 // serve re-sends the interrupted submission with the stored key, the
 // provider keeps one job, and the daemon then waits for it to its end.
 func TestServeTakesOverSubmissionWithKey(t *testing.T) {
+	t.Parallel()
 	p, dir, first, second, base := serveKilledAndRestarted(t, "  idempotency_key_header: Idempotency-Key\n")
 	op := waitPhase(t, base, "sub-d", "succeeded")
 	jobs, posts, statuses := p.counts()
@@ -110,6 +112,7 @@ func TestServeTakesOverSubmissionWithKey(t *testing.T) {
 // here as it left it). serve sends it once, as its first attempt, and
 // waits for the job.
 func TestServeSendsSubmissionRecordedButNeverSent(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir, args := daemonDir(t, p, "")
 	recordUnsent(t, filepath.Join(dir, "contracts", "c.yaml"), filepath.Join(dir, "pw.db"), "sub-d", "build-agent", `{"report":"q3"}`)
@@ -168,6 +171,7 @@ func recordUnsent(t *testing.T, contractPath, storePath, id, owner, body string)
 // recording the submission and before sending it; running the same
 // command again sends it once, as its first attempt.
 func TestSubmitResumedBeforeSendSendsOnce(t *testing.T) {
+	t.Parallel()
 	p := newSubmitProvider(t)
 	dir := t.TempDir()
 	path := submitContract(t, dir, p.srv.URL, "")

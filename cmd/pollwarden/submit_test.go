@@ -94,7 +94,7 @@ name: sub-test
 status:
   url: "%[1]s/jobs/{job_id}"
   credential: {header: Authorization, scheme: Bearer, secret: "env:PROC_TOKEN"}
-  timeout: 2s
+  timeout: 1s
 state: {path: state, pending: [queued, running], success: [succeeded], failure: [failed]}
 result: {require: [{path: result.url, kind: url}], error_path: error}
 backoff: {base: 100ms, max: 200ms}

@@ -19,6 +19,7 @@ import (
 // and nothing is sent there: the TLS server would log a plain-HTTP
 // request reaching its port, and the test shows that it does.
 func TestSubmitStatusLocationPlainHTTPRefused(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	statuses := 0
 	var srv *httptest.Server
@@ -51,7 +52,7 @@ func TestSubmitStatusLocationPlainHTTPRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withCA := strings.Replace(string(b), "  timeout: 2s\n", "  timeout: 2s\n  ca_file: \"file:"+ca+"\"\n", 1)
+	withCA := strings.Replace(string(b), "  timeout: 1s\n", "  timeout: 1s\n  ca_file: \"file:"+ca+"\"\n", 1)
 	if err := os.WriteFile(path, []byte(withCA), 0o600); err != nil {
 		t.Fatal(err)
 	}

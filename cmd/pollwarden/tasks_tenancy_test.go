@@ -92,6 +92,7 @@ func TestServeMCPTasksTenancy(t *testing.T) {
 // may not stop it: tasks/cancel over /mcp is refused, as the API's
 // abandon is, and A's operation stays waiting; A itself may cancel it.
 func TestServeMCPTaskCancelIsTheOwners(t *testing.T) {
+	t.Parallel()
 	_, base, _ := tenantServe(t)
 	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"`+opA+`","contract":"proc-test","job_id":"`+jobA+`"}`, 201)
 	session := func(token string) *rawMCP {

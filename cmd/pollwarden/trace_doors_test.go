@@ -161,6 +161,12 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 	traced("agent-token", "POST", "/v1/operations/op-a/extension-requests", `{"extra_time":"5m","justification":"long queue `+canary+`"}`, callerTrace, 202)
 	traced("other-token", "POST", "/v1/operations/op-a/abandon", `{"note":"mine now"}`, otherTrace, 404)
 	traced("other-token", "POST", "/v1/operations/op-a/extension-requests", `{"extra_time":"5m","justification":"x"}`, otherTrace, 404)
+	// The step span is the scheduler's: on a busy machine it may not have
+	// stepped op-a yet when the requests above are answered.
+	waitFor(t, "the scheduler's first step of op-a", func() bool {
+		used, _ := call(t, base, "agent-token", "GET", "/v1/operations/op-a", "", 200)["status_requests_used"].(float64)
+		return used >= 1
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

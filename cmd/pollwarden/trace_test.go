@@ -18,6 +18,7 @@ import (
 // canary) is in no exported byte. Without the endpoint, serve sends the
 // provider no traceparent.
 func TestServeExportsTraces(t *testing.T) {
+	t.Parallel()
 	srv, recv, dir, cdir := tracedRig(t)
 	srv.Script("traced-job", fp.State("running", nil), fp.Succeeded("https://results.example.com/r.csv"))
 	tokens := fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))

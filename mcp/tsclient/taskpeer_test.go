@@ -175,8 +175,10 @@ func (r *peerRun) wait(t *testing.T, id string) (*pollwarden.Operation, string) 
 // handshake, with the server answering JSON and, as the SDK does by
 // default, event streams.
 func TestMCPTaskBuiltinAgainstTypeScriptServer(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"json", "sse"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode has its own peer, store and controller
 			peer := startTaskPeer(t, mode == "sse")
 			run := newPeerRun(t, peer, peerToken)
 
@@ -246,6 +248,7 @@ func TestMCPTaskBuiltinAgainstTypeScriptServer(t *testing.T) {
 // (401) is the credential refused: authorization_denied, and no tasks/get
 // is sent.
 func TestMCPTaskBuiltinRefusedCredential(t *testing.T) {
+	t.Parallel()
 	peer := startTaskPeer(t, false)
 	run := newPeerRun(t, peer, "not-the-token")
 	op, _, err := run.ctl.Submit(context.Background(), run.ex, policy.NewParams{ID: "denied", ProviderJobID: "any-task"})

@@ -11,12 +11,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +91,19 @@ var binary struct {
 	err  error
 }
 
+// clientParallel is how many of the package's tests run at once unless
+// -parallel is given: they wait on node, the daemon and the provider far
+// more than they compute, so two (GOMAXPROCS on a 2-core machine) would
+// leave the machine idle.
+const clientParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(clientParallel, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "pollwarden-tsclient-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -138,7 +153,7 @@ status:
   timeout: 2s
 state: {path: state, pending: [queued, running], success: [succeeded], failure: [failed]}
 result: {require: [{path: result.url, kind: url}], error_path: error}
-backoff: {base: 1s, max: 1s}
+backoff: {base: 200ms, max: 200ms}
 limits: {deadline: 300s, max_status_requests: 100, max_transport_failures: 3, max_rate_limited: 3}
 `, contractName, srv.URL())
 	if err := os.WriteFile(filepath.Join(contracts, contractName+".yaml"), []byte(c), 0o600); err != nil {
@@ -284,8 +299,13 @@ func (r *rig) noCanary(texts ...string) {
 	}
 }
 
+// progressEvery is the servers' hidden --progress-every: e2e.mjs lets its
+// job finish once wait_job's first progress note arrives, which by default
+// comes after 5 s.
+const progressEvery = "300ms"
+
 func (r *rig) mcpArgs() []string {
-	return []string{"mcp", "--store", filepath.Join(r.dir, "pw.db"), "--contracts", r.contracts}
+	return []string{"mcp", "--store", filepath.Join(r.dir, "pw.db"), "--contracts", r.contracts, "--progress-every", progressEvery}
 }
 
 func jsonString(v any) string {
@@ -333,7 +353,7 @@ func (r *rig) serve() (string, func() string) {
 	t := r.t
 	t.Helper()
 	serve := exec.Command(r.bin, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(r.dir, "pw.db"),
-		"--contracts", r.contracts, "--tokens", filepath.Join(r.dir, "tokens.yaml"))
+		"--contracts", r.contracts, "--tokens", filepath.Join(r.dir, "tokens.yaml"), "--progress-every", progressEvery)
 	serve.Env = append(os.Environ(), "MCP_TEST_TOKEN="+canary)
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	serve.Stdout, serve.Stderr = stdout, stderr
