@@ -79,3 +79,38 @@ func TestR23_InterruptedCancelAfterACrash(t *testing.T) {
 		}
 	}
 }
+
+// TestR23_InterruptedCancelSaidWhenTheBudgetIsSpent: a cancel left
+// recorded by a process that died during the call, on an operation whose
+// status budget is spent, is still marked interrupted before the gate
+// escalates, so the record never keeps a cancel as merely "recorded" once
+// its sender is gone. Nothing is sent.
+func TestR23_InterruptedCancelSaidWhenTheBudgetIsSpent(t *testing.T) {
+	r := newRig(t, "cancel: {url: \"BASE/jobs/{job_id}/cancel\"}\n")
+	r.srv.Script("j1", fp.State("running", nil))
+	op := r.submit("op1", "j1", policy.NewParams{})
+	ctx := context.Background()
+	now := r.clock.Now()
+	rec, evs, err := policy.RequestCancel(op, r.ex.Contract(), policy.DecisionParams{Actor: approver}, now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.StatusRequestsUsed = rec.MaxStatusRequests
+	if err := r.store.OperationSave(ctx, pollwarden.SaveParams{Op: rec, Events: evs, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Minute)
+	if _, err := r.ctl.Step(ctx, r.ex, "op1"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := r.store.OperationGet(ctx, "op1")
+	if got.Cancel == nil || got.Cancel.State != pollwarden.CancelInterrupted {
+		t.Fatalf("cancel %+v, want interrupted (phase %s, reason %s)", got.Cancel, got.Phase, got.Reason)
+	}
+	if got.Phase != pollwarden.PhaseEscalated || got.Reason != pollwarden.ReasonRequestBudgetExhausted {
+		t.Fatalf("phase %s reason %s, want escalated request_budget_exhausted", got.Phase, got.Reason)
+	}
+	if n, c := r.srv.Count("j1"), r.srv.Cancels("j1"); n != 0 || c != 0 {
+		t.Fatalf("sent %d status requests and %d cancels, want none", n, c)
+	}
+}

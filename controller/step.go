@@ -82,14 +82,17 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
+	// A cancel left unanswered by a process that ended is said first, so
+	// the record tells it even when the gate then stops the operation (a
+	// spent budget, a passed deadline).
+	if res, handled, err := c.interruptedCancel(ctx, ex, op, now, up); handled {
+		return res, err
+	}
 	if g, held := c.heldForCallbacks(ct, op, now); held {
 		res, _, err := c.settle(ctx, g, now)
 		return res, err
 	}
 	if res, settled, err := c.settle(ctx, policy.GateUp(op, ct, now, up), now); settled {
-		return res, err
-	}
-	if res, handled, err := c.interruptedCancel(ctx, ex, op, now, up); handled {
 		return res, err
 	}
 	// The claim runs the same checks on the record as reloaded under the

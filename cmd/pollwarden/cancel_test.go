@@ -444,7 +444,21 @@ func TestServeCancelThenAbandon(t *testing.T) {
 func TestServeKilledDuringCancelCall(t *testing.T) {
 	t.Parallel()
 	r := newCancelRig(t, func(dir string) string { return filepath.Join(dir, "pw.db") }, "")
-	r.create("op-kill", "j-kill", 10)
+	// A budget that outlasts the kill and the restart under -race, so the
+	// observation goes on until the provider reports cancelled.
+	path := filepath.Join(r.cdir, "cancel-test.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "max_status_requests: 10,", "max_status_requests: 100,", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload", func() bool { return strings.Contains(r.p.stderr.String(), "contracts reloaded") })
+	r.create("op-kill", "j-kill", 100)
 	r.prov.holdCancels()
 	go r.post("alice-token", "/v1/operations/op-kill/cancel", "")
 	r.arrived("j-kill")
