@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // loadContract reads --contract: a file path, or a contract name looked up
@@ -54,3 +57,27 @@ func (env Env) loadContract(arg string) (*contract.Extractor, error) {
 
 // contractOf is a short accessor used by several commands.
 func contractOf(ex *contract.Extractor) *pollwarden.Contract { return ex.Contract() }
+
+// operationAndContract opens the store for writing, reads operation id as
+// the local caller and loads contractArg, defaulting to the operation's own
+// contract name: what every command acting on one stored operation needs
+// first. The caller closes st.
+func (env Env) operationAndContract(ctx context.Context, store, auditKey, contractArg, id string) (st pollwarden.Store, op *pollwarden.Operation, ex *contract.Extractor, err error) {
+	st, _, err = env.openStoreKey(ctx, store, auditKey, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	op, err = operations.NewReader(st).Get(ctx, env.localCaller(), id)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, usage(err)
+	}
+	if contractArg == "" {
+		contractArg = op.Contract
+	}
+	if ex, err = env.loadContract(contractArg); err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	return st, op, ex, nil
+}

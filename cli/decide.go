@@ -32,22 +32,11 @@ The decision uses the contract the operation was created under: a
 differs.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, err := env.openStoreKey(cmd.Context(), store, auditKey, true)
+			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
-			if err != nil {
-				return usage(err)
-			}
-			if contractArg == "" {
-				contractArg = op.Contract
-			}
-			ex, err := env.loadContract(contractArg)
-			if err != nil {
-				return err
-			}
 			if by == "" {
 				by = env.lookup("USER")
 			}

@@ -29,22 +29,11 @@ partial result. On stdout, a fetch that fails midway exits non-zero: what
 was written is not the result. A second fetch is allowed and recorded too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, err := env.openStoreKey(cmd.Context(), store, auditKey, true)
+			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			op, err := operations.NewReader(st).Get(cmd.Context(), env.localCaller(), args[0])
-			if err != nil {
-				return usage(err)
-			}
-			if contractArg == "" {
-				contractArg = op.Contract
-			}
-			ex, err := env.loadContract(contractArg)
-			if err != nil {
-				return err
-			}
 			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
 			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
 			if out == "" {

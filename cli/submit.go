@@ -89,26 +89,11 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	if err != nil {
 		return usage(err)
 	}
-	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
+	ops, ctl, op, done, err := env.createOnStore(ctx, f.otlpEndpoint, f.store, f.auditKey, f.contract, id, o, p)
 	if err != nil {
 		return err
 	}
-	defer flushTraces()
-	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	o.Controller = env.newTracedController(st, tr.Tracer)
-	ops := operations.New(o)
-	op, _, err := ops.Create(ctx, p)
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", id)
-			return &exitError{code: 130, err: errors.New("")}
-		}
-		return env.createError(ctx, st, err, f.contract, f.store)
-	}
+	defer done()
 	if f.noWait && op.Phase == pollwarden.PhaseWaiting {
 		if f.json {
 			return writeJSON(env.Stdout, op)
@@ -118,7 +103,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Re-running submit with the operation id resumes it without a
 	// second submission; once the job id is known, wait does as well.
-	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, ctl, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // readBody reads the submission body from a file or stdin, bounded, and

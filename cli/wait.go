@@ -97,23 +97,42 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
 		fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
 	}
-	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
+	ops, ctl, op, done, err := env.createOnStore(ctx, f.otlpEndpoint, f.store, f.auditKey, f.contract, "", o, p)
 	if err != nil {
 		return err
 	}
-	defer flushTraces()
-	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
+	defer done()
+	return env.waitAndReport(ctx, ops, ctl, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+}
+
+// createOnStore is the shared middle of wait and submit, once the request
+// was judged without a store: it starts tracing, opens the store for
+// writing and creates (or resumes) the operation p asks for. With
+// interruptedID set, an interrupt during the create says how to resume
+// (a submission may be on its way). done flushes the traces and closes
+// the store.
+func (env Env) createOnStore(ctx context.Context, otlp, store, auditKey, contractArg, interruptedID string, o operations.Options, p operations.CreateParams) (ops *operations.Service, ctl *controller.Controller, op *pollwarden.Operation, done func(), err error) {
+	tr, flushTraces, err := env.startTracing(ctx, otlp)
 	if err != nil {
-		return err
+		return nil, nil, nil, nil, err
 	}
-	defer st.Close()
+	st, _, err := env.openStoreKey(ctx, store, auditKey, true)
+	if err != nil {
+		flushTraces()
+		return nil, nil, nil, nil, err
+	}
+	done = func() { st.Close(); flushTraces() }
 	o.Controller = env.newTracedController(st, tr.Tracer)
-	ops := operations.New(o)
-	op, _, err := ops.Create(ctx, p)
-	if err != nil {
-		return env.createError(ctx, st, err, f.contract, f.store)
+	ops = operations.New(o)
+	if op, _, err = ops.Create(ctx, p); err != nil {
+		defer done()
+		if interruptedID != "" && ctx.Err() != nil {
+			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", interruptedID)
+			return nil, nil, nil, nil, &exitError{code: 130, err: errors.New("")}
+		}
+		return nil, nil, nil, nil, env.createError(ctx, st, err, contractArg, store)
 	}
-	return env.waitAndReport(ctx, ops, o.Controller, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return ops, o.Controller, op, done, nil
 }
 
 // flagNames spells the use cases' fields as the commands' flags.
