@@ -65,7 +65,17 @@ func startDaemon(ctx context.Context, c *config, dir, store, contractYAML string
 	if err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.CommandContext(ctx, c.bin, "serve", "--listen", addr, "--store", store, "--contracts", cdir, "--tokens", tf)
+	args := []string{"serve", "--listen", addr, "--store", store, "--contracts", cdir, "--tokens", tf}
+	if c.profiles != "" {
+		c.started++
+		rel, err := filepath.Rel(c.tmp, dir)
+		if err != nil {
+			rel = filepath.Base(dir)
+		}
+		name := fmt.Sprintf("%02d-%s.prof", c.started, strings.ReplaceAll(rel, string(filepath.Separator), "-"))
+		args = append(args, "--cpu-profile", filepath.Join(c.profiles, name))
+	}
+	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -100,6 +110,27 @@ func (d *daemon) stop() {
 		<-done
 	}
 	d.logf.Close()
+}
+
+// cpuTicks is the daemon's user+system CPU time so far, in clock ticks
+// (USER_HZ, 100 a second on Linux), or −1 when /proc cannot say.
+func (d *daemon) cpuTicks() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	// Fields after the command name's closing parenthesis: utime and
+	// stime are the 14th and 15th of the whole line (proc(5)).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return u + s
 }
 
 // rssKiB reads the resident set size of the daemon from /proc.

@@ -44,6 +44,10 @@ type config struct {
 	pattern string
 	bin     string // the built pollwarden binary
 	tmp     string
+	// profiles, when set, is a directory where each daemon a part starts
+	// writes its CPU profile (serve's hidden --cpu-profile).
+	profiles string
+	started  int // daemons started so far, to name their profiles
 }
 
 func main() {
@@ -52,6 +56,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
 	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
+	flag.StringVar(&c.profiles, "profiles", "", "directory: every daemon started writes its CPU profile there (NN-part.prof; read with go tool pprof)")
 	flag.Parse()
 	if err := run(context.Background(), &c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -64,13 +64,13 @@ func riverCompare(ctx context.Context, c *config, w *bytes.Buffer) error {
 	fmt.Fprintf(w, "%d operations created straight into the store (the first 50, which time the creation, are set aside), the rest all due at one moment a few seconds after `pollwarden serve` started (defaults: concurrency %d), "+
 		"each finished by one status request to a loopback provider that answers succeeded. The rate is operations finished per second from that moment to the last request. "+
 		"Each is a durable step: lease, reservation, answer and release written before the next. With several replicas, each is its own `pollwarden serve` process on the same PostgreSQL schema.\n\n", n, workers)
-	fmt.Fprintf(w, "| store | replicas | operations | burn-down | operations/s | load average |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| store | replicas | operations | burn-down | operations/s | daemons' CPU per operation | load average |\n|---|---|---|---|---|---|---|\n")
 	pg := os.Getenv("POLLWARDEN_TEST_PG")
 	bare, err := bareHTTP(ctx, n, workers)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "| bare loopback HTTP (nothing stored, %d clients) | | %d requests | %s | %.0f | %s |\n", workers, n, bare.took.Round(time.Millisecond), bare.rate(), loadavg())
+	fmt.Fprintf(w, "| bare loopback HTTP (nothing stored, %d clients) | | %d requests | %s | %.0f | | %s |\n", workers, n, bare.took.Round(time.Millisecond), bare.rate(), loadavg())
 	rates := map[string]float64{}
 	runs := []struct {
 		kind     string
@@ -78,17 +78,17 @@ func riverCompare(ctx context.Context, c *config, w *bytes.Buffer) error {
 	}{{"sqlite", 1}, {"postgres", 1}, {"postgres", 2}, {"postgres", 3}}
 	for _, r := range runs {
 		if r.kind == "postgres" && pg == "" {
-			fmt.Fprintf(w, "| postgres | %d | not run: POLLWARDEN_TEST_PG is not set | | | |\n", r.replicas)
+			fmt.Fprintf(w, "| postgres | %d | not run: POLLWARDEN_TEST_PG is not set | | | | |\n", r.replicas)
 			continue
 		}
-		done, took, err := burnDown(ctx, c, r.kind, pg, n, r.replicas)
+		br, err := burnDown(ctx, c, r.kind, pg, n, r.replicas)
 		if err != nil {
-			fmt.Fprintf(w, "| %s | %d | failed: %s | | | |\n", r.kind, r.replicas, strings.ReplaceAll(err.Error(), "\n", " "))
+			fmt.Fprintf(w, "| %s | %d | failed: %s | | | | |\n", r.kind, r.replicas, strings.ReplaceAll(err.Error(), "\n", " "))
 			continue
 		}
-		rate := float64(done) / took.Seconds()
+		rate := float64(br.done) / br.took.Seconds()
 		rates[fmt.Sprintf("%s/%d", r.kind, r.replicas)] = rate
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %.0f | %s |\n", r.kind, r.replicas, done, took.Round(time.Millisecond), rate, loadavg())
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %.0f | %d µs | %s |\n", r.kind, r.replicas, br.done, br.took.Round(time.Millisecond), rate, br.cpuPerOp.Microseconds(), loadavg())
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "River v0.51.2, its own library (`go run ./bench` links it; the pollwarden binary does not): %d no-op jobs inserted, then one client started with %d workers (`FetchCooldown` 1 ms, `FetchPollInterval` 50 ms), timed from its start to the last job worked and to its stop (every completion written).\n\n", n, workers)
@@ -135,14 +135,14 @@ func riverCompare(ctx context.Context, c *config, w *bytes.Buffer) error {
 // burnDown runs one burn-down with replicas daemons on one store and
 // returns how many operations fell due together and the time from that
 // moment to the provider's last request.
-func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas int) (int, time.Duration, error) {
+func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas int) (burnResult, error) {
 	dir := filepath.Join(c.tmp, fmt.Sprintf("burn-%s-%d", kind, replicas))
 	if err := mkdirs(dir); err != nil {
-		return 0, 0, err
+		return burnResult{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, 0, err
+		return burnResult{}, err
 	}
 	var served atomic.Int64
 	var last atomic.Int64
@@ -157,7 +157,7 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas in
 	yaml := burnContract(ln.Addr().String())
 	ct, err := contract.Parse([]byte(yaml))
 	if err != nil {
-		return 0, 0, err
+		return burnResult{}, err
 	}
 	var st pollwarden.Store
 	storeArg := filepath.Join(dir, "burn.db")
@@ -165,7 +165,7 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas in
 		schema := fmt.Sprintf("pw_bench_burn_%d_%d", os.Getpid(), replicas)
 		u, err := url.Parse(pgURL)
 		if err != nil {
-			return 0, 0, err
+			return burnResult{}, err
 		}
 		q := u.Query()
 		q.Set("schema", schema)
@@ -173,29 +173,31 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas in
 		storeArg = u.String()
 		ps, err := postgres.Open(ctx, pgURL, postgres.Options{Schema: schema})
 		if err != nil {
-			return 0, 0, err
+			return burnResult{}, err
 		}
 		st = ps
 		defer dropSchema(pgURL, schema)
 	} else {
 		ss, err := sqlite.Open(ctx, storeArg, sqlite.Options{})
 		if err != nil {
-			return 0, 0, err
+			return burnResult{}, err
 		}
 		st = ss
 	}
+	var daemons []*daemon
 	for i := range replicas {
 		rdir := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
 		if err := mkdirs(rdir); err != nil {
 			st.Close()
-			return 0, 0, err
+			return burnResult{}, err
 		}
 		d, _, err := startDaemon(ctx, c, rdir, storeArg, yaml)
 		if err != nil {
 			st.Close()
-			return 0, 0, err
+			return burnResult{}, err
 		}
 		defer d.stop()
+		daemons = append(daemons, d)
 	}
 	// Estimate the creation rate, then place the due moment after the last.
 	t0 := time.Now()
@@ -213,7 +215,7 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas in
 	for k := range probe {
 		if err := create(k, far); err != nil {
 			st.Close()
-			return 0, 0, err
+			return burnResult{}, err
 		}
 	}
 	per := time.Since(t0) / time.Duration(probe)
@@ -221,27 +223,47 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas in
 	for k := probe; k < n; k++ {
 		if err := create(k, due); err != nil {
 			st.Close()
-			return 0, 0, err
+			return burnResult{}, err
 		}
 	}
 	st.Close()
 	if time.Now().After(due) {
-		return 0, 0, fmt.Errorf("creating the operations took longer than planned; the burn-down would overlap it")
+		return burnResult{}, fmt.Errorf("creating the operations took longer than planned; the burn-down would overlap it")
 	}
 	// The first probe operations were placed an hour out; the daemon only
 	// burns the n−probe that fall due together.
 	want := int64(n - probe)
+	var ticks0 int64
+	for _, d := range daemons {
+		ticks0 += d.cpuTicks()
+	}
 	for served.Load() < want {
 		if time.Since(due) > 30*time.Minute {
-			return 0, 0, fmt.Errorf("only %d of %d operations finished in 30 minutes", served.Load(), want)
+			return burnResult{}, fmt.Errorf("only %d of %d operations finished in 30 minutes", served.Load(), want)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, ctx.Err()
+			return burnResult{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return int(want), time.Duration(last.Load() - due.UnixNano()), nil
+	var ticks int64
+	for _, d := range daemons {
+		ticks += d.cpuTicks()
+	}
+	// The daemons' CPU (not PostgreSQL's) from the end of the creation,
+	// after which they idle until the due moment, to the last request, in
+	// clock ticks of 10 ms, per operation burnt.
+	return burnResult{done: int(want), took: time.Duration(last.Load() - due.UnixNano()), cpuPerOp: time.Duration(ticks-ticks0) * 10 * time.Millisecond / time.Duration(want)}, nil
+}
+
+// burnResult is one burn-down: operations finished, the time from their
+// due moment to the last status request, and the daemons' CPU time per
+// operation over that span.
+type burnResult struct {
+	done     int
+	took     time.Duration
+	cpuPerOp time.Duration
 }
 
 func dropSchema(pgURL, schema string) {

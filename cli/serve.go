@@ -33,6 +33,7 @@ type serveFlags struct {
 	concurrency, maxConns                                          int
 	readTimeout                                                    time.Duration
 	pruneOlderThan                                                 string
+	cpuProfile                                                     string
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -98,6 +99,8 @@ See docs/tracing.md.`,
 	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
 	fl.StringVar(&f.pruneOlderThan, "prune-older-than", "", "prune, on a schedule, the records of operations finished longer ago than this (30d, 720h); see pollwarden ops prune")
 	otlpFlag(fl, &f.otlpEndpoint)
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the daemon to this file until it stops (for go tool pprof)")
+	_ = fl.MarkHidden("cpu-profile")
 	return cmd
 }
 
@@ -144,6 +147,13 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer flushTraces()
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return usage(fmt.Errorf("--cpu-profile: %w", err))
+		}
+		defer stop()
+	}
 	st, _, err := env.openStoreKey(ctx, f.store, f.auditKey, true)
 	if err != nil {
 		return err
