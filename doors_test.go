@@ -14,7 +14,7 @@ import (
 // controllerActions are the controller's methods that act for a door's
 // caller: a door calls the use case in package operations instead, which
 // checks the input and who may do what before it calls them.
-var controllerActions = []string{"Submit", "SubmitJob", "Decide", "Cancel", "RequestExtension", "FetchResult", "Wait"}
+var controllerActions = []string{"Submit", "SubmitNew", "SubmitJob", "Decide", "Cancel", "RequestExtension", "FetchResult", "Wait"}
 
 // storeReads are the store's reads that a use case offers (Get, List,
 // Events in package operations, which apply who may see what): a door

@@ -130,14 +130,7 @@ func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p polic
 	existing, err := c.store.OperationGet(ctx, p.ID)
 	switch {
 	case errors.Is(err, pollwarden.ErrNotFound):
-		err = c.store.OperationCreate(ctx, fresh, events)
-		if errors.Is(err, pollwarden.ErrExists) {
-			return c.Submit(ctx, ex, p) // another process created it first: resume that one
-		}
-		if err == nil {
-			c.changed(fresh, events)
-		}
-		return fresh, err == nil, err
+		return c.create(ctx, ex, p, fresh, events)
 	case err != nil:
 		return nil, false, err
 	}
@@ -145,6 +138,35 @@ func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p polic
 		return nil, false, err
 	}
 	return existing, false, nil
+}
+
+// SubmitNew is Submit for an id its caller has just read and found free
+// (a door's create checks that first): it creates the record without
+// reading the store again, and resumes like Submit when another request
+// took the id meanwhile.
+func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (op *pollwarden.Operation, created bool, err error) {
+	if p.Rand == nil {
+		p.Rand = c.factors
+	}
+	fresh, events, err := policy.NewOperation(ex.Contract(), p, c.clock.Now())
+	if err != nil {
+		return nil, false, err
+	}
+	return c.create(ctx, ex, p, fresh, events)
+}
+
+// create writes fresh with its first events, or resumes the operation
+// another process created under its id first.
+func (c *Controller) create(ctx context.Context, ex *contract.Extractor, p policy.NewParams, fresh *pollwarden.Operation, events []pollwarden.Event) (*pollwarden.Operation, bool, error) {
+	err := c.store.OperationCreate(ctx, fresh, events)
+	if errors.Is(err, pollwarden.ErrExists) {
+		return c.Submit(ctx, ex, p) // created first elsewhere: resume that one
+	}
+	if err != nil {
+		return fresh, false, err
+	}
+	c.changed(fresh, events)
+	return fresh, true, nil
 }
 
 func sameRequest(stored, asked *pollwarden.Operation) error {

@@ -307,6 +307,25 @@ func TestR4_ResumeWithAnotherJobIsRefused(t *testing.T) {
 	}
 }
 
+// TestSubmitNewResumesATakenID: an id found free by the caller but taken
+// before the create is resumed (or refused) as Submit would, never
+// created twice.
+func TestSubmitNewResumesATakenID(t *testing.T) {
+	r := newRig(t, "")
+	ctx := context.Background()
+	op, created, err := r.ctl.SubmitNew(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"})
+	if err != nil || !created || op.Version != 1 {
+		t.Fatalf("first: created %v err %v", created, err)
+	}
+	op, created, err = r.ctl.SubmitNew(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"})
+	if err != nil || created || op.ID != "op1" {
+		t.Fatalf("taken id, same job: created %v err %v, want the stored operation resumed", created, err)
+	}
+	if _, _, err := r.ctl.SubmitNew(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j2"}); !errors.Is(err, pollwarden.ErrInvalid) {
+		t.Fatalf("taken id, another job: %v, want ErrInvalid", err)
+	}
+}
+
 // racingStore lets another owner finish the job between our first load and
 // our claim of the lease.
 type racingStore struct {

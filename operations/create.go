@@ -119,6 +119,8 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 	if p.Submit != nil {
 		op, err = s.ctl.SubmitJob(ctx, ex, np, body)
 		created = existing == nil
+	} else if existing == nil {
+		op, created, err = s.ctl.SubmitNew(ctx, ex, np)
 	} else {
 		op, created, err = s.ctl.Submit(ctx, ex, np)
 	}
@@ -291,7 +293,7 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	// the ids as text), so that every problem is reported at once. The
 	// placeholders only silence its "a job id is required" and "an
 	// operation id is required", said above or filled in below.
-	np.ContractDigest = policy.ContractDigest(ct)
+	np.ContractDigest = s.contractDigest(ct)
 	probe := np
 	if probe.ProviderJobID == "" && probe.StatusURL == "" {
 		probe.ProviderJobID = "-"

@@ -2,12 +2,14 @@ package operations
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/changes"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
@@ -43,6 +45,10 @@ type Service struct {
 	*Reader
 	o   Options
 	ctl *controller.Controller
+	// digests holds each loaded contract's section digests, by its
+	// *Contract (a reload brings new ones): computing them encodes every
+	// section, more CPU than the rest of a create's checks.
+	digests sync.Map
 }
 
 // New checks opts and returns a Service.
@@ -60,6 +66,16 @@ func New(o Options) *Service {
 		o.Recheck = time.Second
 	}
 	return &Service{Reader: NewReader(o.Controller.Store()), o: o, ctl: o.Controller}
+}
+
+// contractDigest is policy.ContractDigest(ct), computed once per loaded
+// contract; callers must not change the map.
+func (s *Service) contractDigest(ct *pollwarden.Contract) map[string]string {
+	if d, ok := s.digests.Load(ct); ok {
+		return d.(map[string]string)
+	}
+	d, _ := s.digests.LoadOrStore(ct, policy.ContractDigest(ct))
+	return d.(map[string]string)
 }
 
 // Caller is who asks, as the door authenticated it.

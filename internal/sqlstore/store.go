@@ -206,15 +206,16 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 			return pollwarden.ErrExists
 		}
 		var cs Chain
-		if len(evs) > 0 && !s.x.HeadRow {
-			if err := tx.QueryRow(ctx, "SELECT "+headCols).Scan(&cs.Pos, &cs.Hash); err != nil {
+		switch {
+		case len(evs) == 0:
+		case !s.x.HeadRow:
+			// The head and the operation's last seq in one statement:
+			// statements are what a SQLite write costs.
+			if err := tx.QueryRow(ctx, createChainQuery, op.ID).Scan(&cs.Pos, &cs.Hash, &cs.Seq); err != nil {
 				return err
 			}
-		}
-		if len(evs) > 0 {
-			// The id of a pruned operation may come back: its events
-			// follow the pruned ones.
-			if err := tx.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM events WHERE operation_id = ?", op.ID).Scan(&cs.Seq); err != nil {
+		default:
+			if err := tx.QueryRow(ctx, createSeqQuery, op.ID).Scan(&cs.Seq); err != nil {
 				return err
 			}
 		}
@@ -227,6 +228,14 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 	publishEvents(events, evs)
 	return nil
 }
+
+// createSeqQuery reads the last seq of a created operation's events: the
+// id of a pruned operation may come back, and its events follow the
+// pruned ones. createChainQuery reads the chain's head with it.
+const (
+	createSeqQuery   = "SELECT coalesce(max(seq), 0) FROM events WHERE operation_id = ?"
+	createChainQuery = "SELECT " + headCols + ", (" + createSeqQuery + ")"
+)
 
 // OperationGet returns the stored record or ErrNotFound.
 func (s *Store) OperationGet(ctx context.Context, id string) (*pollwarden.Operation, error) {
