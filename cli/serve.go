@@ -142,6 +142,7 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 			return usage(err)
 		}
 	}
+	defer serveGC(env.Getenv)()
 	tr, flushTraces, err := env.startTracing(ctx, f.otlpEndpoint)
 	if err != nil {
 		return err
