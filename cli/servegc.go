@@ -8,7 +8,7 @@ import "runtime/debug"
 // took a quarter of its CPU under a burst of creates, competing with the
 // single SQLite writer every create and step waits for
 // (docs/decisions.md, "API creates while polling").
-const serveGCPercent = 400
+const serveGCPercent = 200
 
 // serveGC sets the collector's target for serve's lifetime and returns
 // what undoes it; GOGC in the environment, as the operator's choice, is
