@@ -48,13 +48,46 @@ type config struct {
 	// writes its CPU profile (serve's hidden --cpu-profile).
 	profiles string
 	started  int // daemons started so far, to name their profiles
+	// targets are the issue's target rows the parts measured, in the order
+	// measured, for the summary at the end of the section.
+	targets []targetRow
+}
+
+// targetRow is one target of the issue "Performance: near the limit of
+// waiting" as this run measured it.
+type targetRow struct {
+	measure, value, target, command string
+	met                             bool
+}
+
+// target records one measured target for the summary table.
+func (c *config) target(measure, value, target string, met bool, command string) {
+	c.targets = append(c.targets, targetRow{measure: measure, value: value, target: target, met: met, command: command})
+}
+
+// writeTargets is the summary table of the targets this run measured.
+func writeTargets(w *bytes.Buffer, rows []targetRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### The targets of this run\n\n")
+	fmt.Fprintf(w, "Each row was measured by this run, in the part its command names (`go run ./bench -only PART` runs that part alone; docs/BENCHMARKS.md's hand-written sections say why a missed one is missed).\n\n")
+	fmt.Fprintf(w, "| measure | this run | target | met | command |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		met := "**no**"
+		if r.met {
+			met = "yes"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", r.measure, r.value, r.target, met, r.command)
+	}
+	fmt.Fprintln(w)
 }
 
 func main() {
 	var c config
 	flag.BoolVar(&c.full, "full", false, "full mode: more seeds, larger herds, a million waiting operations (long)")
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
-	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river,create (default: all)")
+	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,capped,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
 	flag.StringVar(&c.profiles, "profiles", "", "directory: every daemon started writes its CPU profile there (NN-part.prof; read with go tool pprof)")
 	flag.Parse()
@@ -111,6 +144,7 @@ func run(ctx context.Context, c *config) error {
 		{"sim", simTables},
 		{"herd", daemonHerd},
 		{"waiting", waitingOps},
+		{"capped", cappedWaiting},
 		{"river", riverCompare},
 		{"create", apiCreate},
 	}
@@ -126,6 +160,7 @@ func run(ctx context.Context, c *config) error {
 		}
 		logf("part %s took %s", p.name, time.Since(t0).Round(time.Second))
 	}
+	writeTargets(&sec, c.targets)
 	fmt.Fprintf(&sec, "\nThe whole run took %s; load average at the end: %s.\n\n%s\n", time.Since(start).Round(time.Second), loadavg(), endMarker)
 	if c.out == "-" {
 		_, err := os.Stdout.Write(sec.Bytes())
