@@ -39,6 +39,7 @@ const (
 
 type config struct {
 	full    bool
+	million bool // the capped part at a million operations, in any mode
 	out     string
 	only    string
 	pattern string
@@ -86,6 +87,7 @@ func writeTargets(w *bytes.Buffer, rows []targetRow) {
 func main() {
 	var c config
 	flag.BoolVar(&c.full, "full", false, "full mode: more seeds, larger herds, a million waiting operations (long)")
+	flag.BoolVar(&c.million, "million", false, "the capped part at a million operations (as in full mode) while the other parts stay quick")
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
 	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,capped,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
@@ -133,6 +135,9 @@ func run(ctx context.Context, c *config) error {
 	args := "go run ./bench"
 	if c.full {
 		args += " -full"
+	}
+	if c.million {
+		args += " -million"
 	}
 	fmt.Fprintf(&sec, "%s\n\n## Generated figures (%s mode)\n\n", beginMarker, c.mode())
 	fmt.Fprintf(&sec, "Made by `%s` on %s. Machine: %s.\n\n", args, time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
