@@ -30,16 +30,14 @@ const cappedPolls = 5
 
 // cappedRun is one run of the capped-waiting part.
 type cappedRun struct {
-	ops, polling     int
-	offered          float64 // status requests/s the schedule asks for
-	achieved         float64 // provider requests/s in the window
-	lateP99          string  // lateness p99 bound in the window
-	lateOK           bool    // lateness p99 ≤ 1 s
-	cpuPerReq        time.Duration
-	build, startup   time.Duration
-	rssMiB           float64
-	windowRequests   int64
-	windowLateSample float64
+	ops, polling   int
+	offered        float64 // status requests/s the schedule asks for
+	achieved       float64 // provider requests/s in the window
+	lateP99        string  // lateness p99 bound in the window
+	lateOK         bool    // lateness p99 ≤ 1 s
+	cpuPerReq      time.Duration
+	build, startup time.Duration
+	rssMiB         float64
 }
 
 func (r cappedRun) sustained() bool { return r.lateOK && r.achieved >= 0.97*r.offered }
@@ -50,9 +48,9 @@ func (r cappedRun) sustained() bool { return r.lateOK && r.achieved >= 0.97*r.of
 // delay" target. Each operation's first poll falls at a uniform phase of
 // its own period after the daemon starts, so the offered rate is steady
 // from the start; the daemon is measured over a two-minute window after a
-// minute of warm-up. Full mode (or -million) runs a million operations, then, when they
-// are not sustained, four fifths of what the daemon did sustain, so that
-// the table shows how many one daemon holds.
+// minute of warm-up. Full mode (or -million) runs a million operations, then, while a run
+// is not sustained, four fifths of what the daemon achieved (twice at
+// most), so that the table shows how many one daemon holds.
 func cappedWaiting(ctx context.Context, c *config, w *bytes.Buffer) error {
 	m := 50000
 	big := c.full || c.million
@@ -74,15 +72,18 @@ func cappedWaiting(ctx context.Context, c *config, w *bytes.Buffer) error {
 	c.target("a million waiting operations, 120 s max delay, SQLite: sustained, lateness p99 ≤ 1 s",
 		fmt.Sprintf("%d operations: %.0f of %.0f req/s offered, lateness p99 %s", run.ops, run.achieved, run.offered, run.lateP99),
 		"sustained, p99 ≤ 1 s", run.ops >= 1000000 && run.sustained(), "go run ./bench -million -only capped")
-	if big && !run.sustained() && run.achieved > 0 {
+	// Then four fifths of what the last run achieved, until a run is
+	// sustained (at most two more runs): about how many operations at the
+	// cap one daemon holds on this machine.
+	for tries := 0; big && tries < 2 && !run.sustained() && run.achieved > 0; tries++ {
 		m2 := int(0.8*run.achieved*float64(run.ops)/run.offered) / 10000 * 10000
-		if m2 >= 10000 {
-			run2, err := cappedOnce(ctx, c, m2)
-			if err != nil {
-				return err
-			}
-			writeCappedRow(w, run2)
+		if m2 < 10000 {
+			break
 		}
+		if run, err = cappedOnce(ctx, c, m2); err != nil {
+			return err
+		}
+		writeCappedRow(w, run)
 	}
 	fmt.Fprintln(w)
 	return nil
@@ -207,7 +208,6 @@ func cappedOnce(ctx context.Context, c *config, m int) (cappedRun, error) {
 	sleepUntil(ctx, t0.Add(180*time.Second))
 	m1, err1 := d.metrics()
 	s1, tk1, span := served.Load(), d.cpuTicks(), time.Since(w0)
-	run.windowRequests = s1 - s0
 	run.achieved = float64(s1-s0) / span.Seconds()
 	if s1 > s0 {
 		run.cpuPerReq = time.Duration(tk1-tk0) * 10 * time.Millisecond / time.Duration(s1-s0)
@@ -215,9 +215,7 @@ func cappedOnce(ctx context.Context, c *config, m int) (cappedRun, error) {
 	run.lateP99 = "?"
 	if err0 == nil && err1 == nil {
 		const name = "pollwarden_scheduling_lateness_seconds"
-		q, cnt := histogramQuantile(histogramDiff(m1, m0, name), name, 0.99)
-		run.windowLateSample = cnt
-		if cnt > 0 {
+		if q, cnt := histogramQuantile(histogramDiff(m1, m0, name), name, 0.99); cnt > 0 {
 			run.lateOK = q <= 1
 			if q >= 1e308 {
 				run.lateP99 = "> 300 s"
