@@ -70,7 +70,7 @@ func cappedWaiting(ctx context.Context, c *config, w *bytes.Buffer) error {
 	}
 	writeCappedRow(w, run)
 	c.target("a million waiting operations, 120 s max delay, SQLite: sustained, lateness p99 ≤ 1 s",
-		fmt.Sprintf("%d operations: %.0f of %.0f req/s offered, lateness p99 %s", run.ops, run.achieved, run.offered, run.lateP99),
+		fmt.Sprintf("%s operations: %.0f of %.0f req/s offered, lateness p99 %s", thousands(run.ops), run.achieved, run.offered, run.lateP99),
 		"sustained, p99 ≤ 1 s", run.ops >= 1000000 && run.sustained(), "go run ./bench -million -only capped")
 	// Then four fifths of what the last run achieved, until a run is
 	// sustained (at most two more runs): about how many operations at the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/pollwarden/pollwarden/sim"
 )
@@ -35,7 +36,7 @@ func simIssueTargets(c *config) error {
 			widen(&lag, v["lag_p99_vs_smithy_waiter"], seed == 1)
 			met = met && v["burstiness_after_30s"] <= 1.5 && v["requests_per_job_vs_smithy_waiter"] <= 0.7 && v["lag_p99_vs_smithy_waiter"] <= 0.72
 		}
-		c.target(fmt.Sprintf("herd burstiness, n = %d, seeds 1–%d (keeping requests ≤ 0.7× and lag p99 ≤ 0.72× smithy-waiter's)", hs.n, hs.seeds),
+		c.target(fmt.Sprintf("herd burstiness, n = %s, seeds 1–%d (keeping requests ≤ 0.7× and lag p99 ≤ 0.72× smithy-waiter's)", thousands(hs.n), hs.seeds),
 			fmt.Sprintf("%.3f–%.3f; requests %.3f–%.3f×, lag p99 %.3f–%.3f×", burst.lo, burst.hi, reqs.lo, reqs.hi, lag.lo, lag.hi),
 			"≤ 1.5 on every seed", met,
 			fmt.Sprintf("pollwarden sim --scenario herd --n %d --seed S --json", hs.n))
@@ -84,6 +85,15 @@ func runSim(scenario string, n, seed int, loss *float64) (*sim.Report, error) {
 		cfg.CallbackLoss = *loss
 	}
 	return sim.Run(cfg)
+}
+
+// thousands writes n with commas every three digits, as the issue does.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // simTargetValues are the pollwarden row's target values of rep by name.
