@@ -51,6 +51,9 @@ type config struct {
 	// writes its CPU profile (serve's hidden --cpu-profile).
 	profiles string
 	started  int // daemons started so far, to name their profiles
+	// serveFlags are extra flags for every daemon started (experiments:
+	// the generated section says when they were set).
+	serveFlags string
 	// targets are the issue's target rows the parts measured, in the order
 	// measured, for the summary at the end of the section.
 	targets []targetRow
@@ -93,6 +96,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
 	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,capped,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
+	flag.StringVar(&c.serveFlags, "serve-flags", "", "extra flags for every `pollwarden serve` started, e.g. \"--concurrency 128\" (recorded in the section's first line)")
 	flag.StringVar(&c.profiles, "profiles", "", "directory: every daemon started writes its CPU profile there (NN-part.prof; read with go tool pprof)")
 	flag.Parse()
 	if err := run(context.Background(), &c); err != nil {
@@ -140,6 +144,9 @@ func run(ctx context.Context, c *config) error {
 	}
 	if c.million {
 		args += " -million"
+	}
+	if c.serveFlags != "" {
+		args += fmt.Sprintf(" -serve-flags %q", c.serveFlags)
 	}
 	fmt.Fprintf(&sec, "%s\n\n## Generated figures (%s mode)\n\n", beginMarker, c.mode())
 	fmt.Fprintf(&sec, "Made by `%s` on %s. Machine: %s.\n\n", args, time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
