@@ -66,6 +66,7 @@ func startDaemon(ctx context.Context, c *config, dir, store, contractYAML string
 		return nil, 0, err
 	}
 	args := []string{"serve", "--listen", addr, "--store", store, "--contracts", cdir, "--tokens", tf}
+	args = append(args, strings.Fields(c.serveFlags)...)
 	if c.profiles != "" {
 		c.started++
 		rel, err := filepath.Rel(c.tmp, dir)

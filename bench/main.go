@@ -8,9 +8,11 @@
 // (selected by name pattern, so new Benchmark… functions are picked up),
 // the simulation over several seeds, the herd against a real `pollwarden
 // serve` and a loopback provider (compared with the simulation), many
-// waiting operations held by one daemon, the burn-down on SQLite and on
+// waiting operations held by one daemon, operations polling at the 120 s
+// cap (offered against achieved rate), the burn-down on SQLite and on
 // PostgreSQL (1–3 replicas) beside River's own library and the bare HTTP
-// ceiling, and API creates while polling.
+// ceiling, and API creates while polling; then a table of the performance
+// issue's targets as this run measured them.
 // Only the part of docs/BENCHMARKS.md between the bench markers is
 // rewritten; the hand-written analysis around it is kept.
 //
@@ -39,6 +41,7 @@ const (
 
 type config struct {
 	full    bool
+	million bool // the capped part at a million operations, in any mode
 	out     string
 	only    string
 	pattern string
@@ -48,14 +51,52 @@ type config struct {
 	// writes its CPU profile (serve's hidden --cpu-profile).
 	profiles string
 	started  int // daemons started so far, to name their profiles
+	// serveFlags are extra flags for every daemon started (experiments:
+	// the generated section says when they were set).
+	serveFlags string
+	// targets are the issue's target rows the parts measured, in the order
+	// measured, for the summary at the end of the section.
+	targets []targetRow
+}
+
+// targetRow is one target of the issue "Performance: near the limit of
+// waiting" as this run measured it.
+type targetRow struct {
+	measure, value, target, command string
+	met                             bool
+}
+
+// target records one measured target for the summary table.
+func (c *config) target(measure, value, target string, met bool, command string) {
+	c.targets = append(c.targets, targetRow{measure: measure, value: value, target: target, met: met, command: command})
+}
+
+// writeTargets is the summary table of the targets this run measured.
+func writeTargets(w *bytes.Buffer, rows []targetRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### The targets of this run\n\n")
+	fmt.Fprintf(w, "Each row was measured by this run, in the part its command names (`go run ./bench -only PART` runs that part alone; docs/BENCHMARKS.md's hand-written sections say why a missed one is missed).\n\n")
+	fmt.Fprintf(w, "| measure | this run | target | met | command |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		met := "**no**"
+		if r.met {
+			met = "yes"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", r.measure, r.value, r.target, met, r.command)
+	}
+	fmt.Fprintln(w)
 }
 
 func main() {
 	var c config
 	flag.BoolVar(&c.full, "full", false, "full mode: more seeds, larger herds, a million waiting operations (long)")
+	flag.BoolVar(&c.million, "million", false, "the capped part at a million operations (as in full mode) while the other parts stay quick")
 	flag.StringVar(&c.out, "out", "docs/BENCHMARKS.md", "file whose generated section is rewritten; - prints the section")
-	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,river,create (default: all)")
+	flag.StringVar(&c.only, "only", "", "comma-separated parts to run: gobench,sim,herd,waiting,capped,river,create (default: all)")
 	flag.StringVar(&c.pattern, "bench", ".", "Go benchmark name pattern (go test -bench)")
+	flag.StringVar(&c.serveFlags, "serve-flags", "", "extra flags for every `pollwarden serve` started, e.g. \"--concurrency 128\" (recorded in the section's first line)")
 	flag.StringVar(&c.profiles, "profiles", "", "directory: every daemon started writes its CPU profile there (NN-part.prof; read with go tool pprof)")
 	flag.Parse()
 	if err := run(context.Background(), &c); err != nil {
@@ -101,6 +142,12 @@ func run(ctx context.Context, c *config) error {
 	if c.full {
 		args += " -full"
 	}
+	if c.million {
+		args += " -million"
+	}
+	if c.serveFlags != "" {
+		args += fmt.Sprintf(" -serve-flags %q", c.serveFlags)
+	}
 	fmt.Fprintf(&sec, "%s\n\n## Generated figures (%s mode)\n\n", beginMarker, c.mode())
 	fmt.Fprintf(&sec, "Made by `%s` on %s. Machine: %s.\n\n", args, time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
 	parts := []struct {
@@ -111,6 +158,7 @@ func run(ctx context.Context, c *config) error {
 		{"sim", simTables},
 		{"herd", daemonHerd},
 		{"waiting", waitingOps},
+		{"capped", cappedWaiting},
 		{"river", riverCompare},
 		{"create", apiCreate},
 	}
@@ -126,6 +174,7 @@ func run(ctx context.Context, c *config) error {
 		}
 		logf("part %s took %s", p.name, time.Since(t0).Round(time.Second))
 	}
+	writeTargets(&sec, c.targets)
 	fmt.Fprintf(&sec, "\nThe whole run took %s; load average at the end: %s.\n\n%s\n", time.Since(start).Round(time.Second), loadavg(), endMarker)
 	if c.out == "-" {
 		_, err := os.Stdout.Write(sec.Bytes())

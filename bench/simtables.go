@@ -87,7 +87,7 @@ func simTables(_ context.Context, c *config, w *bytes.Buffer) error {
 		}
 		fmt.Fprintln(w)
 	}
-	return nil
+	return simIssueTargets(c)
 }
 
 func writeSimTable(w *bytes.Buffer, r *sim.Report) {
