@@ -58,7 +58,7 @@ func cappedWaiting(ctx context.Context, c *config, w *bytes.Buffer) error {
 		m = 1000000
 	}
 	fmt.Fprintf(w, "### Waiting operations at the 120 s cap, one daemon\n\n")
-	fmt.Fprintf(w, "M operations written straight into a SQLite store (its create path, 16 writers; the first 2 %%, at most 5,000, time the writing and wait a day), the others each already at R5's cap (backoff 5 s/120 s, %d completed polls: "+
+	fmt.Fprintf(w, "M operations written straight into a SQLite store (its create path, 16 writers; the first 2 %%, at most 5,000, time the writing and wait a day), the others each already at the backoff's cap (5 s/120 s, %d completed polls: "+
 		"one status request every 60–84 s, its own factor), its first poll at a uniform phase of its period after `pollwarden serve` (defaults: synchronous=FULL, concurrency %d) starts; "+
 		"a loopback provider always answers running. Offered: Σ 1/period over the operations. Measured over the window from 60 s to 180 s after the start: provider requests/s, "+
 		"the daemon's scheduling lateness p99 (its histogram's difference over the window; the bound of the bucket), the daemon's CPU per request. "+
