@@ -32,9 +32,17 @@ func (d dialect) LeaseNow(ctx context.Context, tx sqlstore.Querier, t time.Time)
 }
 
 // Write runs fn in one READ COMMITTED transaction and commits it. Row locks
-// taken by fn (FOR UPDATE) make its checks hold until the commit.
+// taken by fn (FOR UPDATE) make its checks hold until the commit. The
+// transaction begins with fn's first statement and may commit with its
+// last batch (see pipeTx).
 func (d dialect) Write(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return pgx.BeginFunc(ctx, d.s.pool, func(tx pgx.Tx) error { return fn(querier{d.s.binds, tx}) })
+	pc, err := d.s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer pc.Release()
+	t := &pipeTx{c: pc.Conn()}
+	return t.finish(ctx, fn(querier{d.s.binds, t}))
 }
 
 // Reader runs reads on the pool, each in its own implicit transaction.
@@ -52,7 +60,9 @@ func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sq
 	var b pgx.Batch
 	for _, r := range reads {
 		b.Queue(q.b.of(r.SQL), r.Args...)
-		b.Queue("SELECT clock_timestamp()")
+		if !r.NoClock {
+			b.Queue("SELECT clock_timestamp()")
+		}
 	}
 	br := q.c.SendBatch(ctx, &b)
 	var err error
@@ -62,6 +72,9 @@ func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sq
 		r.Found = serr == nil
 		if serr != nil && !errors.Is(serr, pgx.ErrNoRows) && err == nil {
 			err = serr
+		}
+		if r.NoClock {
+			continue
 		}
 		var now time.Time
 		if cerr := br.QueryRow().Scan(&now); cerr != nil && err == nil {

@@ -44,8 +44,10 @@ func eventStmts(stmts []Stmt, opID string, evs []pollwarden.Event) []Stmt {
 	return stmts
 }
 
-// appendEvents places evs after cs and inserts them, in the caller's write
-// transaction, which read cs.Seq under the operation's row lock. Where
+// appendEvents places evs after cs and inserts them as the last
+// statements of the caller's write transaction (with its COMMIT where the
+// driver can, see Committer: nothing may follow them), which read cs.Seq
+// under the operation's row lock. Where
 // the chain's head has its own row (Syntax.HeadRow) it is locked here and
 // moved with the inserts: its lock, held until the commit, makes appends
 // from every process sharing the database run one at a time, so pos is
@@ -72,16 +74,20 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	if s.x.HeadRow {
 		stmts = append(stmts, s.headStmt(cs))
 	}
-	if err := tx.Batch(ctx, stmts); err != nil {
+	if err := batchCommit(ctx, tx, stmts); err != nil {
 		return errAppend(err)
 	}
 	return nil
 }
 
+// headLock reads the chain's head row (Syntax.HeadRow); followed by
+// ForUpdate, it locks it until the commit.
+const headLock = "SELECT pos, hash FROM audit_head WHERE id = 1"
+
 // lockHead locks the chain's head row (Syntax.HeadRow) and reads it into
 // cs; the lock is held until the commit.
 func (s *Store) lockHead(ctx context.Context, tx Querier, cs *Chain) error {
-	if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1"+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
+	if err := tx.QueryRow(ctx, headLock+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
 		return fmt.Errorf("lock the audit chain head: %w", err)
 	}
 	return nil

@@ -57,6 +57,26 @@ type Dialect interface {
 	Syntax() Syntax
 }
 
+// Committer is a write transaction that can send its last statements
+// with its COMMIT, in one round trip. Once BatchCommit was called the
+// transaction is over: committed when it returned nil, aborted otherwise,
+// and any further statement fails.
+type Committer interface {
+	BatchCommit(ctx context.Context, stmts []Stmt) error
+}
+
+// batchCommit runs stmts as tx's last statements: with its COMMIT where tx
+// is a Committer, else as a Batch, leaving the commit to Dialect.Write.
+func batchCommit(ctx context.Context, tx Querier, stmts []Stmt) error {
+	if c, ok := tx.(Committer); ok {
+		return c.BatchCommit(ctx, stmts)
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	return tx.Batch(ctx, stmts)
+}
+
 // LockedReader is a Dialect that runs many locking reads, each followed
 // by a read of the lease clock, in one round trip: a clock read still
 // follows its row's lock, so a lease decision is made at an instant after
@@ -73,8 +93,11 @@ type LockedRead struct {
 	Args   []any
 	Dest   []any
 	Caller time.Time
-	Found  bool
-	Now    time.Time
+	// NoClock: no lease decision follows this read (the chain head's), so
+	// the clock is not read after it and Now stays zero.
+	NoClock bool
+	Found   bool
+	Now     time.Time
 }
 
 // Syntax is where the dialects' SQL differs.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,7 @@ func (s *Store) commitGroup(batch []*groupedWrite) {
 		var errs []error
 		err := s.d.Write(context.Background(), func(tx Querier) error {
 			var err error
-			errs, err = s.runGroup(tx, batch)
+			errs, err = s.runGroup(context.Background(), tx, batch)
 			return err
 		})
 		if err == nil {
@@ -144,15 +145,19 @@ func (s *Store) commitGroup(batch []*groupedWrite) {
 	}
 }
 
-// runGroup runs batch's writes in tx: every row read (and the lease
-// clock) in one round trip where the dialect can (LockedReader), each
-// write decided in turn, their statements in one batch, and their events
-// appended together. It returns each write's own refusal, or an error for
-// the group when the transaction may be broken.
-func (s *Store) runGroup(tx Querier, batch []*groupedWrite) ([]error, error) {
-	ctx := context.Background()
+// runGroup runs batch's writes in tx, a dialect's with a chain head row
+// (Syntax.HeadRow), in two round trips where the dialect can: every row
+// read under its lock (each followed by the lease clock) and then the
+// chain head locked, in one (LockedReader); each write decided in turn;
+// then every statement, their events, the head's move and the COMMIT in
+// the other (Committer). The head is locked after the rows (lock order
+// rows, then head) and read before the decisions, so the events can be
+// chained without a round trip of their own while the head is held. It
+// returns each write's own refusal, or an error for the group when the
+// transaction may be broken.
+func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite) ([]error, error) {
 	errs := make([]error, len(batch))
-	reads := make([]LockedRead, 0, len(batch))
+	reads := make([]LockedRead, 0, len(batch)+1)
 	live := make([]int, 0, len(batch))
 	for i, w := range batch {
 		if errs[i] = w.ctx.Err(); errs[i] == nil {
@@ -160,8 +165,13 @@ func (s *Store) runGroup(tx Querier, batch []*groupedWrite) ([]error, error) {
 			live = append(live, i)
 		}
 	}
+	var head Chain
+	reads = append(reads, LockedRead{SQL: headLock + s.x.ForUpdate, Dest: []any{&head.Pos, &head.Hash}, NoClock: true})
 	if err := s.readMany(ctx, tx, reads); err != nil {
 		return nil, err
+	}
+	if !reads[len(reads)-1].Found {
+		return nil, fmt.Errorf("lock the audit chain head: %w", ErrNoRows)
 	}
 	var stmts []Stmt
 	var appends []queuedAppend
@@ -183,16 +193,39 @@ func (s *Store) runGroup(tx Querier, batch []*groupedWrite) ([]error, error) {
 			appends = append(appends, queuedAppend{opID: w.opID, seq: w.chain.Seq, evs: evs})
 		}
 	}
-	if len(stmts) > 0 {
-		if err := tx.Batch(ctx, stmts); err != nil {
+	if len(appends) > 0 {
+		// Under the head's lock: two first appends cannot both record a mode.
+		if err := s.checkSealMode(ctx, tx); err != nil {
 			return nil, err
 		}
+		// An operation has at most one write per group (takeGroup), so
+		// each one's seq, read under its row lock, is still its last.
+		for _, a := range appends {
+			head.Seq = a.seq
+			for k := range a.evs {
+				head.link(&a.evs[k])
+			}
+			stmts = eventStmts(stmts, a.opID, a.evs)
+		}
+		stmts = append(stmts, s.headStmt(head))
 	}
-	return errs, s.appendQueued(ctx, tx, appends)
+	if err := batchCommit(ctx, tx, stmts); err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
-// runAlone runs rw alone in tx.
+// runAlone runs rw alone in tx: as a group of one where the chain head
+// has its row, else its row read, its statement and its events one after
+// the other (SQLite, whose transaction holds the database's write lock).
 func (s *Store) runAlone(ctx context.Context, tx Querier, rw rowWrite) error {
+	if s.x.HeadRow {
+		errs, err := s.runGroup(ctx, tx, []*groupedWrite{{ctx: ctx, w: rw}})
+		if err != nil {
+			return err
+		}
+		return errs[0]
+	}
 	reads := []LockedRead{rw.read()}
 	if err := s.readMany(ctx, tx, reads); err != nil {
 		return err
@@ -212,7 +245,8 @@ func (rw rowWrite) read() LockedRead {
 }
 
 // readMany reads every row of reads under its lock, each followed by the
-// lease clock, in one round trip where the dialect can, else one by one.
+// lease clock (unless NoClock), in one round trip where the dialect can,
+// else one by one.
 func (s *Store) readMany(ctx context.Context, tx Querier, reads []LockedRead) error {
 	if lr, ok := s.d.(LockedReader); ok {
 		return lr.ReadLocked(ctx, tx, reads)
@@ -223,6 +257,9 @@ func (s *Store) readMany(ctx context.Context, tx Querier, reads []LockedRead) er
 		r.Found = err == nil
 		if err != nil && !errors.Is(err, ErrNoRows) {
 			return err
+		}
+		if r.NoClock {
+			continue
 		}
 		if r.Now, err = s.d.LeaseNow(ctx, tx, r.Caller); err != nil {
 			return err
@@ -251,37 +288,6 @@ type queuedAppend struct {
 	opID string
 	seq  int64
 	evs  []pollwarden.Event
-}
-
-// appendQueued appends a group's events in one batch, after the chain's
-// head, locked once for the group (so the head is held from here to the
-// commit only). An operation has at most one write per group
-// (takeGroup), so each one's seq, read under its row lock, is still its
-// last.
-func (s *Store) appendQueued(ctx context.Context, tx Querier, appends []queuedAppend) error {
-	if len(appends) == 0 {
-		return nil
-	}
-	var cs Chain
-	if err := s.lockHead(ctx, tx, &cs); err != nil {
-		return err
-	}
-	if err := s.checkSealMode(ctx, tx); err != nil {
-		return err
-	}
-	var stmts []Stmt
-	for _, a := range appends {
-		cs.Seq = a.seq
-		for k := range a.evs {
-			cs.link(&a.evs[k])
-		}
-		stmts = eventStmts(stmts, a.opID, a.evs)
-	}
-	stmts = append(stmts, s.headStmt(cs))
-	if err := tx.Batch(ctx, stmts); err != nil {
-		return errAppend(err)
-	}
-	return nil
 }
 
 // WriteGroups reports how many groups of more than one write this Store
