@@ -77,10 +77,11 @@ func batchCommit(ctx context.Context, tx Querier, stmts []Stmt) error {
 	return tx.Batch(ctx, stmts)
 }
 
-// LockedReader is a Dialect that runs many locking reads, each followed
-// by a read of the lease clock, in one round trip: a clock read still
-// follows its row's lock, so a lease decision is made at an instant after
-// the lock was granted, as with LeaseNow.
+// LockedReader is a Dialect that runs many locking reads and a read of
+// the lease clock after them in one round trip: the clock is still read
+// after each row's lock was granted (and before the commit releases it),
+// so a lease decision is made at an instant the lock held, as with
+// LeaseNow.
 type LockedReader interface {
 	ReadLocked(ctx context.Context, tx Querier, reads []LockedRead) error
 }
