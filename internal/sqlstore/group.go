@@ -41,8 +41,15 @@ type groupedWrite struct {
 	done chan error // buffered: the committer never waits for the caller
 }
 
+// inFlight is how many groups of one Store may be committing at once.
+// With one, a group's reads wait for the previous group's commit round
+// trip (and its WAL flush) although they touch other rows; with two, one
+// group reads and decides while the other commits, and each still holds
+// the chain head from its reads to its commit, so events stay in order.
+const inFlight = 2
+
 // grouper commits the claims and saves of one Store that arrive while
-// another group is committing in one transaction (group commit): one
+// other groups are committing in one transaction (group commit): one
 // round trip reads every row, one runs every write, one commit and one
 // lock of the chain head serve many steps instead of one each. It serves
 // the stores whose dialect locks rows one at a time (Syntax.GroupWrites),
@@ -56,15 +63,24 @@ type grouper struct {
 
 	mu      sync.Mutex
 	pending []*groupedWrite
-	slot    chan struct{} // holds one token while a group runs
+	// busy holds the operations of the groups committing: a write of one
+	// of them waits for that group's commit (see takeGroup).
+	busy map[string]bool
+	// ended is closed, and replaced, when a group ends: a writer with
+	// nothing it could take waits for it.
+	ended chan struct{}
+	slot  chan struct{} // holds a token while a group runs
 }
 
-func newGrouper() *grouper { return &grouper{slot: make(chan struct{}, 1)} }
+func newGrouper() *grouper {
+	return &grouper{busy: map[string]bool{}, ended: make(chan struct{}), slot: make(chan struct{}, inFlight)}
+}
 
 // writeGrouped runs rw in a write transaction and returns once the
 // transaction holding it committed (or with its own refusal). Where the
-// store groups writes, a caller that arrives while a group runs waits for
-// it; the first waiter then runs every write that queued meanwhile.
+// store groups writes, a caller that arrives while the groups in flight
+// run waits for a slot; it then runs every write that queued meanwhile,
+// and goes on until its own write is done.
 func (s *Store) writeGrouped(ctx context.Context, rw rowWrite) error {
 	if s.g == nil {
 		return s.d.Write(ctx, func(tx Querier) error { return s.runAlone(ctx, tx, rw) })
@@ -77,44 +93,82 @@ func (s *Store) writeGrouped(ctx context.Context, rw rowWrite) error {
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
 	g.mu.Unlock()
-	select {
-	case err := <-w.done:
-		return err
-	case g.slot <- struct{}{}:
-	}
-	defer func() { <-g.slot }()
 	for {
 		select {
 		case err := <-w.done:
 			return err
+		case g.slot <- struct{}{}:
+		}
+		ended, done, err := s.drain(w)
+		<-g.slot
+		if done {
+			return err
+		}
+		// w is in another writer's group, or waits for one of its
+		// operation's: look again when a group ends.
+		select {
+		case err := <-w.done:
+			return err
+		case <-ended:
+		}
+	}
+}
+
+// drain commits groups until w is done (done true, with its result) or
+// nothing is left to take; then it returns the channel that the next end
+// of a group closes.
+func (s *Store) drain(w *groupedWrite) (ended chan struct{}, done bool, err error) {
+	g := s.g
+	for {
+		select {
+		case err := <-w.done:
+			return nil, true, err
 		default:
 		}
 		g.mu.Lock()
-		batch := takeGroup(&g.pending)
+		batch := takeGroup(&g.pending, g.busy)
+		ended = g.ended
 		g.mu.Unlock()
+		if len(batch) == 0 {
+			return ended, false, nil
+		}
 		s.commitGroup(batch)
 	}
 }
 
 // takeGroup removes from *pending the writes of the next group: at most
-// maxGroup, and one write per operation (a second write of the same
-// operation waits for the next group, so it reads the first's commit).
+// maxGroup, one write per operation, and none of an operation in busy (a
+// second write of an operation waits for the group holding the first, so
+// it reads the first's commit); it adds the group's operations to busy.
 // The group is sorted by operation id: every group locks rows in the same
-// order, so groups of different processes never deadlock.
-func takeGroup(pending *[]*groupedWrite) []*groupedWrite {
+// order, so groups of this and other processes never deadlock.
+func takeGroup(pending *[]*groupedWrite, busy map[string]bool) []*groupedWrite {
 	var batch, rest []*groupedWrite
-	seen := map[string]bool{}
 	for _, w := range *pending {
-		if len(batch) == maxGroup || seen[w.w.opID] {
+		if len(batch) == maxGroup || busy[w.w.opID] {
 			rest = append(rest, w)
 			continue
 		}
-		seen[w.w.opID] = true
+		busy[w.w.opID] = true
 		batch = append(batch, w)
 	}
 	*pending = append((*pending)[:0], rest...)
 	slices.SortStableFunc(batch, func(a, b *groupedWrite) int { return cmp.Compare(a.w.opID, b.w.opID) })
 	return batch
+}
+
+// release ends a group: its operations are free for the next, and the
+// writers waiting for an end look again. It runs before the group's
+// writers are told, so a writer's next write of its operation can be
+// taken at once.
+func (g *grouper) release(batch []*groupedWrite) {
+	g.mu.Lock()
+	for _, w := range batch {
+		delete(g.busy, w.w.opID)
+	}
+	close(g.ended)
+	g.ended = make(chan struct{})
+	g.mu.Unlock()
 }
 
 // commitGroup runs batch in one transaction and tells each writer its
@@ -134,14 +188,20 @@ func (s *Store) commitGroup(batch []*groupedWrite) {
 		if err == nil {
 			s.g.groups.Add(1)
 			s.g.grouped.Add(int64(len(batch)))
+			s.g.release(batch)
 			for i, w := range batch {
 				w.done <- errs[i]
 			}
 			return
 		}
 	}
-	for _, w := range batch {
-		w.done <- s.d.Write(w.ctx, func(tx Querier) error { return s.runAlone(w.ctx, tx, w.w) })
+	errs := make([]error, len(batch))
+	for i, w := range batch {
+		errs[i] = s.d.Write(w.ctx, func(tx Querier) error { return s.runAlone(w.ctx, tx, w.w) })
+	}
+	s.g.release(batch)
+	for i, w := range batch {
+		w.done <- errs[i]
 	}
 }
 
