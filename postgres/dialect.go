@@ -70,6 +70,14 @@ func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sq
 	var err error
 	for i := range reads {
 		r := &reads[i]
+		if r.Dest == nil {
+			_, serr := br.Exec()
+			r.Found = serr == nil
+			if serr != nil && err == nil {
+				err = serr
+			}
+			continue
+		}
 		serr := br.QueryRow().Scan(r.Dest...)
 		r.Found = serr == nil
 		if serr != nil && !errors.Is(serr, pgx.ErrNoRows) && err == nil {

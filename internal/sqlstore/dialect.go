@@ -88,7 +88,8 @@ type LockedReader interface {
 
 // LockedRead is one row read under its lock: Dest receives the row, Found
 // says whether there was one, Now is the lease clock after the lock (see
-// Dialect.LeaseNow for Caller).
+// Dialect.LeaseNow for Caller). Without Dest it is a statement run for its
+// effect (Found when it succeeded), sent with the reads it precedes.
 type LockedRead struct {
 	SQL    string
 	Args   []any

@@ -42,10 +42,10 @@ type groupedWrite struct {
 }
 
 // inFlight is how many groups of one Store may be committing at once.
-// With one, a group's reads wait for the previous group's commit round
-// trip (and its WAL flush) although they touch other rows; with two, one
-// group reads and decides while the other commits, and each still holds
-// the chain head from its reads to its commit, so events stay in order.
+// With one, a group's reads and records wait for the previous group's
+// commit (and its WAL flush) although they touch other rows; with two, one
+// group reads, decides and writes its records while the other appends its
+// events and commits, under the chain head's lock (see runGroup).
 const inFlight = 2
 
 // grouper commits the claims and saves of one Store that arrive while
@@ -206,18 +206,19 @@ func (s *Store) commitGroup(batch []*groupedWrite) {
 }
 
 // runGroup runs batch's writes in tx, a dialect's with a chain head row
-// (Syntax.HeadRow), in two round trips where the dialect can: every row
-// read under its lock (each followed by the lease clock) and then the
-// chain head locked, in one (LockedReader); each write decided in turn;
-// then every statement, their events, the head's move and the COMMIT in
-// the other (Committer). The head is locked after the rows (lock order
-// rows, then head) and read before the decisions, so the events can be
-// chained without a round trip of their own while the head is held. It
-// returns each write's own refusal, or an error for the group when the
-// transaction may be broken.
+// (Syntax.HeadRow), in three round trips where the dialect can
+// (LockedReader, Committer): every row read under its lock, then the lease
+// clock; each write decided in turn; every record's statement and then
+// the chain head's lock; their events, the head's move and the COMMIT.
+// The head is locked after the rows (lock order rows, then head) and only
+// for the last round trip: it is the lock every writer of the fleet, and
+// the other group of this process, queues on, so it is held for the
+// events and the commit alone, not for the reads, the decisions or the
+// records' statements. It returns each write's own refusal, or an error
+// for the group when the transaction may be broken.
 func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite) ([]error, error) {
 	errs := make([]error, len(batch))
-	reads := make([]LockedRead, 0, len(batch)+1)
+	reads := make([]LockedRead, 0, len(batch))
 	live := make([]int, 0, len(batch))
 	for i, w := range batch {
 		if errs[i] = w.ctx.Err(); errs[i] == nil {
@@ -225,13 +226,8 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 			live = append(live, i)
 		}
 	}
-	var head Chain
-	reads = append(reads, LockedRead{SQL: headLock + s.x.ForUpdate, Dest: []any{&head.Pos, &head.Hash}, NoClock: true})
 	if err := s.readMany(ctx, tx, reads); err != nil {
 		return nil, err
-	}
-	if !reads[len(reads)-1].Found {
-		return nil, fmt.Errorf("lock the audit chain head: %w", ErrNoRows)
 	}
 	var stmts []Stmt
 	var appends []queuedAppend
@@ -254,12 +250,17 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 		}
 	}
 	if len(appends) > 0 {
+		head, err := s.writeThenLockHead(ctx, tx, stmts)
+		if err != nil {
+			return nil, err
+		}
 		// Under the head's lock: two first appends cannot both record a mode.
 		if err := s.checkSealMode(ctx, tx); err != nil {
 			return nil, err
 		}
 		// An operation has at most one write per group (takeGroup), so
 		// each one's seq, read under its row lock, is still its last.
+		stmts = stmts[:0]
 		for _, a := range appends {
 			head.Seq = a.seq
 			for k := range a.evs {
@@ -273,6 +274,24 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 		return nil, err
 	}
 	return errs, nil
+}
+
+// writeThenLockHead runs stmts and then locks the chain head and reads
+// it, in one round trip where the dialect can.
+func (s *Store) writeThenLockHead(ctx context.Context, tx Querier, stmts []Stmt) (Chain, error) {
+	var head Chain
+	reads := make([]LockedRead, 0, len(stmts)+1)
+	for _, st := range stmts {
+		reads = append(reads, LockedRead{SQL: st.SQL, Args: st.Args, NoClock: true})
+	}
+	reads = append(reads, LockedRead{SQL: headLock + s.x.ForUpdate, Dest: []any{&head.Pos, &head.Hash}, NoClock: true})
+	if err := s.readMany(ctx, tx, reads); err != nil {
+		return head, err
+	}
+	if !reads[len(reads)-1].Found {
+		return head, fmt.Errorf("lock the audit chain head: %w", ErrNoRows)
+	}
+	return head, nil
 }
 
 // runAlone runs rw alone in tx: as a group of one where the chain head
@@ -304,15 +323,22 @@ func (rw rowWrite) read() LockedRead {
 	return LockedRead{SQL: rw.query, Args: []any{rw.opID}, Dest: rw.dest, Caller: rw.caller}
 }
 
-// readMany reads every row of reads under its lock, each followed by the
-// lease clock (unless NoClock), in one round trip where the dialect can,
-// else one by one.
+// readMany reads every row of reads under its lock (or runs the
+// statements without Dest), then the lease clock (unless NoClock), in one
+// round trip where the dialect can, else one by one.
 func (s *Store) readMany(ctx context.Context, tx Querier, reads []LockedRead) error {
 	if lr, ok := s.d.(LockedReader); ok {
 		return lr.ReadLocked(ctx, tx, reads)
 	}
 	for i := range reads {
 		r := &reads[i]
+		if r.Dest == nil {
+			if _, err := tx.Exec(ctx, r.SQL, r.Args...); err != nil {
+				return err
+			}
+			r.Found = true
+			continue
+		}
 		err := tx.QueryRow(ctx, r.SQL, r.Args...).Scan(r.Dest...)
 		r.Found = err == nil
 		if err != nil && !errors.Is(err, ErrNoRows) {
