@@ -44,6 +44,39 @@ func eventStmts(stmts []Stmt, opID string, evs []pollwarden.Event) []Stmt {
 	return stmts
 }
 
+// insertEventArrays inserts every event of appends, already linked, in one
+// statement of unnested arrays (Syntax.EventArrays), in order of pos.
+const insertEventArrays = "INSERT INTO events (" + eventCols + ") SELECT * FROM unnest(?::bigint[], ?::text[], ?::bigint[], " +
+	"?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[])"
+
+// appendStmts inserts the events of appends, already linked: one
+// statement for them all where the dialect takes arrays, else a few per
+// write (eventStmts).
+func (s *Store) appendStmts(stmts []Stmt, appends []queuedAppend) []Stmt {
+	if !s.x.EventArrays {
+		for _, a := range appends {
+			stmts = eventStmts(stmts, a.opID, a.evs)
+		}
+		return stmts
+	}
+	n := 0
+	for _, a := range appends {
+		n += len(a.evs)
+	}
+	pos, seq := make([]int64, 0, n), make([]int64, 0, n)
+	ops, at, kind, prev, hash := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	payload := make([][]byte, 0, n)
+	for _, a := range appends {
+		for i := range a.evs {
+			e := &a.evs[i]
+			pos, ops, seq = append(pos, e.Pos), append(ops, a.opID), append(seq, e.Seq)
+			at, kind, payload = append(at, FormatTime(e.At)), append(kind, string(e.Kind)), append(payload, e.Payload)
+			prev, hash = append(prev, e.PrevHash), append(hash, e.Hash)
+		}
+	}
+	return append(stmts, Stmt{insertEventArrays, []any{pos, ops, seq, at, kind, payload, prev, hash}})
+}
+
 // appendEvents places evs after cs and inserts them as the last
 // statements of the caller's write transaction (with its COMMIT where the
 // driver can, see Committer: nothing may follow them), which read cs.Seq
@@ -70,7 +103,7 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	for i := range evs {
 		cs.link(&evs[i])
 	}
-	stmts := eventStmts(make([]Stmt, 0, 2), opID, evs)
+	stmts := s.appendStmts(make([]Stmt, 0, 2), []queuedAppend{{opID: opID, evs: evs}})
 	if s.x.HeadRow {
 		stmts = append(stmts, s.headStmt(cs))
 	}

@@ -124,6 +124,11 @@ type Syntax struct {
 	// that arrive together in one transaction (see grouper); set where the
 	// driver does not group writes itself.
 	GroupWrites bool
+	// EventArrays: a group's events are one INSERT of unnested arrays
+	// (PostgreSQL), not one multi-row INSERT per write: the statement
+	// runs while the chain head is held, and each statement costs the
+	// server more than the rows it inserts.
+	EventArrays bool
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string

@@ -266,9 +266,8 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 			for k := range a.evs {
 				head.link(&a.evs[k])
 			}
-			stmts = eventStmts(stmts, a.opID, a.evs)
 		}
-		stmts = append(stmts, s.headStmt(head))
+		stmts = append(s.appendStmts(stmts, appends), s.headStmt(head))
 	}
 	if err := batchCommit(ctx, tx, stmts); err != nil {
 		return nil, err
