@@ -100,8 +100,12 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	if err := s.checkSealMode(ctx, tx); err != nil {
 		return err
 	}
+	locked := cs.Pos
 	for i := range evs {
 		cs.link(&evs[i])
+	}
+	if s.x.HeadRow {
+		s.g.headSeen(locked, cs.Pos)
 	}
 	stmts := s.appendStmts(make([]Stmt, 0, 2), []queuedAppend{{opID: opID, evs: evs}})
 	if s.x.HeadRow {
