@@ -32,9 +32,17 @@ func (d dialect) LeaseNow(ctx context.Context, tx sqlstore.Querier, t time.Time)
 }
 
 // Write runs fn in one READ COMMITTED transaction and commits it. Row locks
-// taken by fn (FOR UPDATE) make its checks hold until the commit.
+// taken by fn (FOR UPDATE) make its checks hold until the commit. The
+// transaction begins with fn's first statement and may commit with its
+// last batch (see pipeTx).
 func (d dialect) Write(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return pgx.BeginFunc(ctx, d.s.pool, func(tx pgx.Tx) error { return fn(querier{d.s.binds, tx}) })
+	pc, err := d.s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer pc.Release()
+	t := &pipeTx{c: pc.Conn()}
+	return t.finish(ctx, fn(querier{d.s.binds, t}))
 }
 
 // Reader runs reads on the pool, each in its own implicit transaction.
@@ -42,34 +50,54 @@ func (d dialect) Reader() sqlstore.Querier { return querier{d.s.binds, d.s.pool}
 
 func (dialect) Syntax() sqlstore.Syntax { return sqlstore.PostgreSQL() }
 
-// ReadLocked sends every locking read, each followed by a read of the
-// clock, in one round trip: a clock statement runs after the read before
-// it has its row lock, so each lease decision is still made at an instant
-// after its lock was granted (see LeaseNow), without a round trip of its
-// own.
+// ReadLocked sends every locking read and then one read of the clock, in
+// one round trip: the clock statement runs after every read before it has
+// its row lock, so each lease decision is still made at an instant after
+// its lock was granted, and before the commit releases it (see LeaseNow),
+// without a round trip, or a statement, of its own per read.
 func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sqlstore.LockedRead) error {
 	q := tx.(querier)
 	var b pgx.Batch
+	clock := false
 	for _, r := range reads {
 		b.Queue(q.b.of(r.SQL), r.Args...)
+		clock = clock || !r.NoClock
+	}
+	if clock {
 		b.Queue("SELECT clock_timestamp()")
 	}
 	br := q.c.SendBatch(ctx, &b)
 	var err error
 	for i := range reads {
 		r := &reads[i]
+		if r.Dest == nil {
+			_, serr := br.Exec()
+			r.Found = serr == nil
+			if serr != nil && err == nil {
+				err = serr
+			}
+			continue
+		}
 		serr := br.QueryRow().Scan(r.Dest...)
 		r.Found = serr == nil
 		if serr != nil && !errors.Is(serr, pgx.ErrNoRows) && err == nil {
 			err = serr
 		}
-		var now time.Time
+	}
+	var now time.Time
+	if clock {
 		if cerr := br.QueryRow().Scan(&now); cerr != nil && err == nil {
 			err = fmt.Errorf("read the database clock: %w", cerr)
 		}
-		r.Now = now
-		if d.s.callerClock && !r.Caller.IsZero() {
+	}
+	for i := range reads {
+		r := &reads[i]
+		switch {
+		case r.NoClock:
+		case d.s.callerClock && !r.Caller.IsZero():
 			r.Now = r.Caller
+		default:
+			r.Now = now
 		}
 	}
 	if cerr := br.Close(); err == nil {

@@ -30,3 +30,8 @@ func ExecRaw(ctx context.Context, s *Store, query string, args ...any) error {
 		return err
 	})
 }
+
+// Write runs fn in one write transaction of s, as the shared store does.
+func Write(ctx context.Context, s *Store, fn func(sqlstore.Querier) error) error {
+	return dialect{s}.Write(ctx, fn)
+}

@@ -86,6 +86,17 @@ func (q querier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
 	return q.c.SendBatch(ctx, &b).Close()
 }
 
+// BatchCommit sends the statements and the transaction's COMMIT in one
+// round trip (see sqlstore.Committer); outside a write transaction it is
+// Batch.
+func (q querier) BatchCommit(ctx context.Context, stmts []sqlstore.Stmt) error {
+	t, ok := q.c.(*pipeTx)
+	if !ok {
+		return q.Batch(ctx, stmts)
+	}
+	return t.commitWith(ctx, q.b, stmts)
+}
+
 type row struct{ r pgx.Row }
 
 func (r row) Scan(dest ...any) error {

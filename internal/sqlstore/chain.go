@@ -44,8 +44,43 @@ func eventStmts(stmts []Stmt, opID string, evs []pollwarden.Event) []Stmt {
 	return stmts
 }
 
-// appendEvents places evs after cs and inserts them, in the caller's write
-// transaction, which read cs.Seq under the operation's row lock. Where
+// insertEventArrays inserts every event of appends, already linked, in one
+// statement of unnested arrays (Syntax.EventArrays), in order of pos.
+const insertEventArrays = "INSERT INTO events (" + eventCols + ") SELECT * FROM unnest(?::bigint[], ?::text[], ?::bigint[], " +
+	"?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[])"
+
+// appendStmts inserts the events of appends, already linked: one
+// statement for them all where the dialect takes arrays, else a few per
+// write (eventStmts).
+func (s *Store) appendStmts(stmts []Stmt, appends []queuedAppend) []Stmt {
+	if !s.x.EventArrays {
+		for _, a := range appends {
+			stmts = eventStmts(stmts, a.opID, a.evs)
+		}
+		return stmts
+	}
+	n := 0
+	for _, a := range appends {
+		n += len(a.evs)
+	}
+	pos, seq := make([]int64, 0, n), make([]int64, 0, n)
+	ops, at, kind, prev, hash := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	payload := make([][]byte, 0, n)
+	for _, a := range appends {
+		for i := range a.evs {
+			e := &a.evs[i]
+			pos, ops, seq = append(pos, e.Pos), append(ops, a.opID), append(seq, e.Seq)
+			at, kind, payload = append(at, FormatTime(e.At)), append(kind, string(e.Kind)), append(payload, e.Payload)
+			prev, hash = append(prev, e.PrevHash), append(hash, e.Hash)
+		}
+	}
+	return append(stmts, Stmt{insertEventArrays, []any{pos, ops, seq, at, kind, payload, prev, hash}})
+}
+
+// appendEvents places evs after cs and inserts them as the last
+// statements of the caller's write transaction (with its COMMIT where the
+// driver can, see Committer: nothing may follow them), which read cs.Seq
+// under the operation's row lock. Where
 // the chain's head has its own row (Syntax.HeadRow) it is locked here and
 // moved with the inserts: its lock, held until the commit, makes appends
 // from every process sharing the database run one at a time, so pos is
@@ -65,23 +100,31 @@ func (s *Store) appendEvents(ctx context.Context, tx Querier, opID string, cs Ch
 	if err := s.checkSealMode(ctx, tx); err != nil {
 		return err
 	}
+	locked := cs.Pos
 	for i := range evs {
 		cs.link(&evs[i])
 	}
-	stmts := eventStmts(make([]Stmt, 0, 2), opID, evs)
+	if s.x.HeadRow {
+		s.g.headSeen(locked, cs.Pos)
+	}
+	stmts := s.appendStmts(make([]Stmt, 0, 2), []queuedAppend{{opID: opID, evs: evs}})
 	if s.x.HeadRow {
 		stmts = append(stmts, s.headStmt(cs))
 	}
-	if err := tx.Batch(ctx, stmts); err != nil {
+	if err := batchCommit(ctx, tx, stmts); err != nil {
 		return errAppend(err)
 	}
 	return nil
 }
 
+// headLock reads the chain's head row (Syntax.HeadRow); followed by
+// ForUpdate, it locks it until the commit.
+const headLock = "SELECT pos, hash FROM audit_head WHERE id = 1"
+
 // lockHead locks the chain's head row (Syntax.HeadRow) and reads it into
 // cs; the lock is held until the commit.
 func (s *Store) lockHead(ctx context.Context, tx Querier, cs *Chain) error {
-	if err := tx.QueryRow(ctx, "SELECT pos, hash FROM audit_head WHERE id = 1"+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
+	if err := tx.QueryRow(ctx, headLock+s.x.ForUpdate).Scan(&cs.Pos, &cs.Hash); err != nil {
 		return fmt.Errorf("lock the audit chain head: %w", err)
 	}
 	return nil

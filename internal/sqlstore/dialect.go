@@ -57,24 +57,49 @@ type Dialect interface {
 	Syntax() Syntax
 }
 
-// LockedReader is a Dialect that runs many locking reads, each followed
-// by a read of the lease clock, in one round trip: a clock read still
-// follows its row's lock, so a lease decision is made at an instant after
-// the lock was granted, as with LeaseNow.
+// Committer is a write transaction that can send its last statements
+// with its COMMIT, in one round trip. Once BatchCommit was called the
+// transaction is over: committed when it returned nil, aborted otherwise,
+// and any further statement fails.
+type Committer interface {
+	BatchCommit(ctx context.Context, stmts []Stmt) error
+}
+
+// batchCommit runs stmts as tx's last statements: with its COMMIT where tx
+// is a Committer, else as a Batch, leaving the commit to Dialect.Write.
+func batchCommit(ctx context.Context, tx Querier, stmts []Stmt) error {
+	if c, ok := tx.(Committer); ok {
+		return c.BatchCommit(ctx, stmts)
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	return tx.Batch(ctx, stmts)
+}
+
+// LockedReader is a Dialect that runs many locking reads and a read of
+// the lease clock after them in one round trip: the clock is still read
+// after each row's lock was granted (and before the commit releases it),
+// so a lease decision is made at an instant the lock held, as with
+// LeaseNow.
 type LockedReader interface {
 	ReadLocked(ctx context.Context, tx Querier, reads []LockedRead) error
 }
 
 // LockedRead is one row read under its lock: Dest receives the row, Found
 // says whether there was one, Now is the lease clock after the lock (see
-// Dialect.LeaseNow for Caller).
+// Dialect.LeaseNow for Caller). Without Dest it is a statement run for its
+// effect (Found when it succeeded), sent with the reads it precedes.
 type LockedRead struct {
 	SQL    string
 	Args   []any
 	Dest   []any
 	Caller time.Time
-	Found  bool
-	Now    time.Time
+	// NoClock: no lease decision follows this read (the chain head's), so
+	// the clock is not read after it and Now stays zero.
+	NoClock bool
+	Found   bool
+	Now     time.Time
 }
 
 // Syntax is where the dialects' SQL differs.
@@ -99,6 +124,11 @@ type Syntax struct {
 	// that arrive together in one transaction (see grouper); set where the
 	// driver does not group writes itself.
 	GroupWrites bool
+	// EventArrays: a group's events are one INSERT of unnested arrays
+	// (PostgreSQL), not one multi-row INSERT per write: the statement
+	// runs while the chain head is held, and each statement costs the
+	// server more than the rows it inserts.
+	EventArrays bool
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string

@@ -31,6 +31,7 @@ func PostgreSQL() Syntax {
 		SkipLocked:  " FOR UPDATE SKIP LOCKED",
 		HeadRow:     true,
 		GroupWrites: true,
+		EventArrays: true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
 			version    integer     NOT NULL PRIMARY KEY,
 			name       text        NOT NULL,
