@@ -131,6 +131,12 @@ func run(ctx context.Context, c *config) error {
 	}
 	defer os.RemoveAll(tmp)
 	c.tmp = tmp
+	if c.profiles != "" {
+		// serve refuses a --cpu-profile it cannot create.
+		if err := os.MkdirAll(c.profiles, 0o755); err != nil {
+			return fmt.Errorf("-profiles: %w", err)
+		}
+	}
 	c.bin = filepath.Join(tmp, "pollwarden")
 	logf("building %s", c.bin)
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", c.bin, "./cmd/pollwarden").CombinedOutput(); err != nil {
