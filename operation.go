@@ -193,15 +193,19 @@ type Operation struct {
 // Clone returns a deep copy, so a decision can build the next record
 // without touching the one it was given.
 func (o *Operation) Clone() *Operation {
-	c := *o
+	// The copy and its optional times and limits share one allocation:
+	// Decide clones a record for every answer, and this keeps a clone to a
+	// few allocations however many of those fields are set.
+	b := &cloneBlock{op: *o}
+	c := &b.op
 	c.ExpectedTerminal = append([]string(nil), o.ExpectedTerminal...)
 	c.Vars = maps.Clone(o.Vars)
 	c.Result = append(json.RawMessage(nil), o.Result...)
 	c.ProviderError = append(json.RawMessage(nil), o.ProviderError...)
-	c.BusinessDeadlineAt = cloneTime(o.BusinessDeadlineAt)
-	c.ProviderExpiresAt = cloneTime(o.ProviderExpiresAt)
-	c.LastHTTPAt = cloneTime(o.LastHTTPAt)
-	c.FinishedAt = cloneTime(o.FinishedAt)
+	c.BusinessDeadlineAt = b.time(0, o.BusinessDeadlineAt)
+	c.ProviderExpiresAt = b.time(1, o.ProviderExpiresAt)
+	c.LastHTTPAt = b.time(2, o.LastHTTPAt)
+	c.FinishedAt = b.time(3, o.FinishedAt)
 	if o.Escalation != nil {
 		e := *o.Escalation
 		e.Options = append([]Option(nil), o.Escalation.Options...)
@@ -214,16 +218,28 @@ func (o *Operation) Clone() *Operation {
 	}
 	c.Submission = o.Submission.Clone()
 	if o.ContractLimits != nil {
-		l := *o.ContractLimits
-		c.ContractLimits = &l
+		b.limits = *o.ContractLimits
+		c.ContractLimits = &b.limits
 	}
-	if o.ContractDigest != nil {
-		c.ContractDigest = make(map[string]string, len(o.ContractDigest))
-		for k, v := range o.ContractDigest {
-			c.ContractDigest[k] = v
-		}
+	c.ContractDigest = maps.Clone(o.ContractDigest)
+	return c
+}
+
+// cloneBlock is one Clone's allocation: the copied record and the values
+// its pointer fields point to.
+type cloneBlock struct {
+	op     Operation
+	times  [4]time.Time
+	limits ContractLimits
+}
+
+// time copies *t into the block's i-th time, or is nil for a nil t.
+func (b *cloneBlock) time(i int, t *time.Time) *time.Time {
+	if t == nil {
+		return nil
 	}
-	return &c
+	b.times[i] = *t
+	return &b.times[i]
 }
 
 func cloneTime(t *time.Time) *time.Time {

@@ -52,7 +52,14 @@ func (d *decider) record() {
 		at = d.now
 	}
 	op.LastHTTP = obs.Status
-	op.LastHTTPAt = &at
+	// op is Decide's own clone, so a time it already has is its own
+	// storage: overwriting it saves an allocation per answer.
+	if op.LastHTTPAt != nil {
+		*op.LastHTTPAt = at
+	} else {
+		t := at
+		op.LastHTTPAt = &t
+	}
 	op.LastRequestID = obs.RequestID
 	dl := op.DeadlineAt
 	d.resp = pollwarden.EventData{
