@@ -28,6 +28,8 @@ type daemon struct {
 	cmd  *exec.Cmd
 	base string
 	logf *os.File
+	// exited is closed once the process has ended (its one Wait).
+	exited chan struct{}
 }
 
 func freePort() (string, error) {
@@ -82,7 +84,8 @@ func startDaemon(ctx context.Context, c *config, dir, store, contractYAML string
 	if err := cmd.Start(); err != nil {
 		return nil, 0, err
 	}
-	d := &daemon{cmd: cmd, base: "http://" + addr, logf: logFile}
+	d := &daemon{cmd: cmd, base: "http://" + addr, logf: logFile, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(d.exited) }()
 	for {
 		resp, err := http.Get(d.base + "/healthz")
 		if err == nil {
@@ -90,6 +93,13 @@ func startDaemon(ctx context.Context, c *config, dir, store, contractYAML string
 			if resp.StatusCode == 200 {
 				return d, time.Since(t0), nil
 			}
+		}
+		select {
+		case <-d.exited:
+			// A daemon that refused its flags or its store says why in its log.
+			logFile.Close()
+			return nil, 0, fmt.Errorf("serve exited before answering /healthz (%s; log %s)", cmd.ProcessState, logFile.Name())
+		default:
 		}
 		if time.Since(t0) > 10*time.Minute {
 			d.stop()
@@ -102,13 +112,11 @@ func startDaemon(ctx context.Context, c *config, dir, store, contractYAML string
 // stop sends SIGTERM (serve finishes its in-flight requests) and waits.
 func (d *daemon) stop() {
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-d.exited:
 	case <-time.After(30 * time.Second):
 		_ = d.cmd.Process.Kill()
-		<-done
+		<-d.exited
 	}
 	d.logf.Close()
 }
