@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -29,19 +28,13 @@ func apiCreate(ctx context.Context, c *config, w *bytes.Buffer) error {
 	if err := mkdirs(dir); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	prov, err := startProvider(answerRunning)
 	if err != nil {
 		return err
 	}
-	var served atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		rw.Header().Set("Content-Type", "application/json")
-		rw.Write([]byte(`{"state":"running"}`))
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	d, _, err := startDaemon(ctx, c, dir, filepath.Join(dir, "create.db"), benchContract("bench-create", ln.Addr().String(), "1h", 100))
+	defer prov.close()
+	served := &prov.served
+	d, _, err := startDaemon(ctx, c, dir, filepath.Join(dir, "create.db"), benchContract("bench-create", prov.addr, "1h", 100))
 	if err != nil {
 		return err
 	}

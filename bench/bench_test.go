@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,5 +128,27 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestProviderCountsAndAnswers(t *testing.T) {
+	p, err := startProvider(answerSucceeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	for range 2 {
+		resp, err := http.Get("http://" + p.addr + "/v1/jobs/7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := `{"state":"succeeded","result":{"url":"https://results.example.com/v1/jobs/7"}}`; string(body) != want {
+			t.Fatalf("body %s, want %s", body, want)
+		}
+	}
+	if n := p.served.Load(); n != 2 || p.last.Load() == 0 {
+		t.Fatalf("served %d, last %d: want 2 and a time", n, p.last.Load())
 	}
 }

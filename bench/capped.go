@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -104,19 +102,13 @@ func cappedOnce(ctx context.Context, c *config, m int) (cappedRun, error) {
 	if err := mkdirs(dir); err != nil {
 		return run, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	prov, err := startProvider(answerRunning)
 	if err != nil {
 		return run, err
 	}
-	var served atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-		served.Add(1)
-		rw.Header().Set("Content-Type", "application/json")
-		rw.Write([]byte(`{"state":"running"}`))
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	yaml := cappedContract(ln.Addr().String())
+	defer prov.close()
+	served := &prov.served
+	yaml := cappedContract(prov.addr)
 	ct, err := contract.Parse([]byte(yaml))
 	if err != nil {
 		return run, err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -143,21 +142,13 @@ func burnDown(ctx context.Context, c *config, kind, pgURL string, n, replicas in
 	if err := mkdirs(dir); err != nil {
 		return burnResult{}, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	prov, err := startProvider(answerSucceeded)
 	if err != nil {
 		return burnResult{}, err
 	}
-	var served atomic.Int64
-	var last atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		last.Store(time.Now().UnixNano())
-		rw.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(rw, `{"state":"succeeded","result":{"url":"https://results.example.com%s"}}`, r.URL.Path)
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	yaml := burnContract(ln.Addr().String())
+	defer prov.close()
+	served, last := &prov.served, &prov.last
+	yaml := burnContract(prov.addr)
 	ct, err := contract.Parse([]byte(yaml))
 	if err != nil {
 		return burnResult{}, err
@@ -293,17 +284,14 @@ func (b bareResult) rate() float64 { return float64(b.n) / b.took.Seconds() }
 // second this machine serves over loopback HTTP with nothing written, the
 // ceiling a durable step is compared with.
 func bareHTTP(ctx context.Context, n, clients int) (bareResult, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The burn-down's own provider, counting included, so the ceiling
+	// and the burn-down differ by what the daemon does and nothing else.
+	prov, err := startProvider(answerSucceeded)
 	if err != nil {
 		return bareResult{}, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(rw, `{"state":"succeeded","result":{"url":"https://results.example.com%s"}}`, r.URL.Path)
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String() + "/v1/jobs/"
+	defer prov.close()
+	base := "http://" + prov.addr + "/v1/jobs/"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	var next atomic.Int64
 	errs := make(chan error, clients)

@@ -5,12 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/pollwarden/pollwarden/contract"
@@ -42,22 +39,12 @@ func waitingOps(ctx context.Context, c *config, w *bytes.Buffer) error {
 	due := min(m/100, 5000)
 	fmt.Fprintf(w, "### Many waiting operations, one daemon\n\n")
 	dir := filepath.Join(c.tmp, "waiting")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	prov, err := startProvider(answerRunning)
 	if err != nil {
 		return err
 	}
-	var served int64
-	var mu sync.Mutex
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		served++
-		mu.Unlock()
-		rw.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(rw, `{"state":"running"}`)
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	yaml := waitingContract(ln.Addr().String())
+	defer prov.close()
+	yaml := waitingContract(prov.addr)
 	ct, err := contract.Parse([]byte(yaml))
 	if err != nil {
 		return err
@@ -137,9 +124,7 @@ func waitingOps(ctx context.Context, c *config, w *bytes.Buffer) error {
 			late = fmt.Sprintf("≤ %g s", q)
 		}
 	}
-	mu.Lock()
-	reqs := served
-	mu.Unlock()
+	reqs := prov.served.Load()
 	fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s (histogram bucket bound) | %.0f | %d |\n\n", m, startup.Round(time.Millisecond), rssS, baseS, perOp, late, steps, reqs)
 	return nil
 }
