@@ -22,11 +22,13 @@ func HoldWrites(s *Store) (release func()) {
 	return func() { <-s.wslot }
 }
 
-// PendingWrites is how many writes wait for the writer slot.
+// PendingWrites is how many writes wait for the writer slot: those
+// queued in the driver and the claims and saves the shared store holds for
+// its next group.
 func PendingWrites(s *Store) int {
 	s.gmu.Lock()
 	defer s.gmu.Unlock()
-	return len(s.group)
+	return len(s.group) + s.Store.PendingGrouped()
 }
 
 // Write runs fn through the store's write path (grouped like every write).

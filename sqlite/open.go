@@ -200,7 +200,10 @@ func (s *Store) Close() error {
 }
 
 // dsn builds a URI whose parameters every pooled connection applies: the
-// busy timeout, foreign keys, the synchronous level, and BEGIN IMMEDIATE
+// busy timeout, foreign keys, temporary storage in memory (a grouped
+// multi-row UPDATE keeps a statement journal of the pages it changes; in
+// a temporary file that was a write syscall per page), the synchronous
+// level, and BEGIN IMMEDIATE
 // for every read-write transaction; a read-only store's connections open
 // the file read-only (mode=ro) and never create it. journal_mode is
 // deliberately absent: it is persistent and rewrites the file, so init
@@ -214,6 +217,7 @@ func dsn(abs, syncMode string, busyMS int64, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMS))
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "temp_store(2)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
 	if readOnly {
 		q.Set("mode", "ro")

@@ -121,8 +121,10 @@ type Syntax struct {
 	// at once); otherwise it is read from events, under the write lock.
 	HeadRow bool
 	// GroupWrites: the store commits the claims and saves of one process
-	// that arrive together in one transaction (see grouper); set where the
-	// driver does not group writes itself.
+	// that arrive together in one transaction (see grouper): in a few
+	// round trips where rows are locked one at a time (runGroup), in a few
+	// multi-row statements where the transaction holds the database's one
+	// write lock (runGroupLocal).
 	GroupWrites bool
 	// EventArrays: a group's events are one INSERT of unnested arrays
 	// (PostgreSQL), not one multi-row INSERT per write: the statement

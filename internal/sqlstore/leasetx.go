@@ -98,7 +98,7 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	var stored storedIndexed
 	dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, stored.dest()...)
 	err = s.writeGrouped(ctx, rowWrite{
-		opID: p.OperationID, query: s.q.claim, caller: p.Now, chain: &cs,
+		opID: p.OperationID, query: s.q.claim, group: s.q.groupClaim, caller: p.Now, chain: &cs,
 		dest: append(dest, s.chainDest(&cs)...),
 		decide: func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
 			if !found {

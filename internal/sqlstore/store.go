@@ -39,7 +39,11 @@ func New(d Dialect, sealer audit.Sealer) *Store {
 	x := d.Syntax()
 	s := &Store{d: d, x: x, name: x.Name, sealer: sealer, q: buildQueries(x)}
 	if x.GroupWrites {
-		s.g = newGrouper()
+		slots := inFlight
+		if !x.HeadRow {
+			slots = 1
+		}
+		s.g = newGrouper(slots)
 	}
 	return s
 }
@@ -78,6 +82,10 @@ type queries struct {
 	// save and saveChain read what a save checks (and, with events,
 	// where they go); claim also reads the record.
 	save, saveChain, claim string
+	// groupSave, groupSaveChain and groupClaim read the same columns of
+	// many rows in one statement (see groupRead), where groups are run
+	// under the database's one write lock (no Syntax.HeadRow).
+	groupSave, groupSaveChain, groupClaim string
 }
 
 func buildQueries(x Syntax) queries {
@@ -106,6 +114,19 @@ func buildQueries(x Syntax) queries {
 		lock = x.SkipLocked
 	}
 	q.claim = "SELECT version, record, " + leaseCols + ", " + indexed + ", " + chain + " FROM operations WHERE id = ?" + lock
+	if !x.HeadRow {
+		// A missing row reads as NULLs: the columns that cannot be NULL
+		// read as zeros instead, and the first column says it is missing.
+		safe := make([]string, len(indexedCols))
+		for i, c := range indexedCols {
+			safe[i] = "coalesce(" + c + ", '')"
+		}
+		cols := "coalesce(version, 0), lease_owner, coalesce(lease_epoch, 0), lease_expires_at, " + strings.Join(safe, ", ")
+		q.groupSave = groupRead(cols)
+		q.groupSaveChain = groupRead(cols + ", " + chain)
+		q.groupClaim = groupRead("coalesce(version, 0), coalesce(record, ''), lease_owner, coalesce(lease_epoch, 0), lease_expires_at, " +
+			strings.Join(safe, ", ") + ", " + chain)
+	}
 	return q
 }
 
@@ -279,12 +300,12 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	var ls storedLease
 	var cs Chain
 	var stored storedIndexed
-	query, dest := s.q.save, append([]any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}, stored.dest()...)
+	query, group, dest := s.q.save, s.q.groupSave, append([]any{&version, &ls.Owner, &ls.Epoch, &ls.Expires}, stored.dest()...)
 	if len(evs) > 0 {
-		query, dest = s.q.saveChain, append(dest, s.chainDest(&cs)...)
+		query, group, dest = s.q.saveChain, s.q.groupSaveChain, append(dest, s.chainDest(&cs)...)
 	}
 	err = s.writeGrouped(ctx, rowWrite{
-		opID: op.ID, query: query, dest: dest, caller: p.Now, chain: &cs,
+		opID: op.ID, query: query, group: group, dest: dest, caller: p.Now, chain: &cs,
 		decide: func(_ context.Context, _ Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
 			if !found {
 				return nil, nil, pollwarden.ErrNotFound

@@ -6,10 +6,12 @@ package sqlstore
 // SQLite is the SQL of one SQLite file: a write holds the file's only
 // write lock (BEGIN IMMEDIATE), so rows need no locks and the chain's head
 // is read from events; created_order is numbered under that lock; the
-// planner, without statistics, is told which index to use.
+// planner, without statistics, is told which index to use; claims and
+// saves are grouped into multi-row statements (see runGroupLocal).
 func SQLite() Syntax {
 	return Syntax{
 		Name:         "sqlite",
+		GroupWrites:  true,
 		CreatedOrder: "(SELECT coalesce(max(created_order), 0) + 1 FROM operations)",
 		Hints:        true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS pollwarden_migrations (

@@ -40,10 +40,14 @@ type updates struct {
 	sql [3][1 << len(indexedCols)]string
 	// pos[i] is indexedCols[i]'s place in recordCols (and recordArgs).
 	pos [len(indexedCols)]int
+	// forms names each statement of sql; multi holds their multi-row
+	// forms (see merge).
+	forms map[string]updateForm
+	multi *multiUpdates
 }
 
 func buildUpdates() updates {
-	var u updates
+	u := updates{forms: map[string]updateForm{}, multi: &multiUpdates{}}
 	index := map[string]int{}
 	for i, c := range indexedCols {
 		index[c] = i
@@ -68,6 +72,7 @@ func buildUpdates() updates {
 		}
 		for k, tail := range tails {
 			u.sql[k][mask] = "UPDATE operations SET " + strings.Join(set, ", ") + tail
+			u.forms[u.sql[k][mask]] = updateForm{kind: updateKind(k), mask: mask}
 		}
 	}
 	return u
