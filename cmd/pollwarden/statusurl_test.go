@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "modernc.org/sqlite"
 )
 
@@ -109,6 +112,34 @@ func TestServeStatusURLQueryIsNeverShown(t *testing.T) {
 	keep(call(t, base, "alice-token", "GET", "/v1/operations/own", "", 200))
 	shown = append(shown, get(t, base, "alice-token", "/v1/operations", ""),
 		get(t, base, "alice-token", "/v1/operations/own/audit", "text/plain"))
+
+	// The same reads over MCP: the agent's own URL whole, the submitted
+	// one cut.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	session, err := sdk.NewClient(&sdk.Implementation{Name: "status-url-test", Version: "v0"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{"agent-token", http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	for id, want := range map[string]string{"presigned": prov.URL + "/jobs/run-9?…", "own": own} {
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "get_job", Arguments: map[string]any{"operation_id": id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var got struct {
+			StatusURL string `json:"status_url"`
+		}
+		_ = json.Unmarshal(b, &got)
+		if got.StatusURL != want {
+			t.Errorf("MCP get_job %s: status_url %q, want %q", id, got.StatusURL, want)
+		}
+		if id == "presigned" {
+			shown = append(shown, b)
+		}
+	}
+	session.Close()
 
 	waitFor(t, "the webhooks of both outcomes", func() bool {
 		hookMu.Lock()
