@@ -12,6 +12,10 @@ type Escalation struct {
 	At      time.Time `json:"at"`
 	// Reminders counts the reminders recorded for this escalation.
 	Reminders int `json:"reminders,omitempty"`
+	// RemindedPeriod is the reminder period (a whole number of
+	// remind_after since At) the last reminder was sent in: missed periods
+	// collapse into one reminder, numbered after the last one sent.
+	RemindedPeriod int `json:"reminded_period,omitempty"`
 	// ExpiredAt is set when the request expired undecided; the contract's
 	// default is being (or has been) applied.
 	ExpiredAt *time.Time `json:"expired_at,omitempty"`

@@ -41,10 +41,11 @@ type Outcome struct {
 
 // OutcomeOf builds the public view of op. "outcome" is null while the
 // operation is still waiting or cancelling; "phase" always says where it
-// stands.
+// stands. The status URL is shown cut (ShownURL): see OutcomeFor for the
+// one reader who gets it whole.
 func OutcomeOf(op *Operation) Outcome {
 	o := Outcome{
-		OperationID: op.ID, Contract: op.Contract, ProviderJobID: op.ProviderJobID, StatusURL: op.StatusURL,
+		OperationID: op.ID, Contract: op.Contract, ProviderJobID: op.ProviderJobID, StatusURL: ShownURL(op.StatusURL),
 		Vars: op.Vars, Phase: op.Phase, Result: nullJSON(op.Result), ProviderError: nullJSON(op.ProviderError),
 		StatusRequestsUsed: op.StatusRequestsUsed, MaxStatusRequests: op.MaxStatusRequests,
 		TransportFailuresUsed: op.TransportFailuresUsed, MaxTransportFailures: op.MaxTransportFailures,

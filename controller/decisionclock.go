@@ -22,9 +22,14 @@ type Lookup func(name string) (*contract.Extractor, bool)
 // when the next one falls due (zero: none known). An expiry is recorded as
 // its own event and its default then applied through Decide, as a
 // decision of policy.ExpiryActor, so the story and the notifications say
-// that nobody answered.
+// that nobody answered. Time is the store's when it has a clock of its own
+// (decisionNow); the time returned is on that clock.
 func (c *Controller) DecisionTick(ctx context.Context, lookup Lookup) (time.Time, error) {
 	ops, err := c.store.OperationList(ctx, pollwarden.ListParams{Phase: pollwarden.PhaseEscalated})
+	if err != nil {
+		return time.Time{}, err
+	}
+	now, err := c.decisionNow(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -38,7 +43,7 @@ func (c *Controller) DecisionTick(ctx context.Context, lookup Lookup) (time.Time
 			// request waits for the contract to come back.
 			continue
 		}
-		due := policy.DecisionClock(op, ex.Contract().Escalation, c.clock.Now())
+		due := policy.DecisionClock(op, ex.Contract().Escalation, now)
 		var err error
 		switch {
 		case due.Expire:
@@ -65,7 +70,10 @@ func (c *Controller) remindDecision(ctx context.Context, ex *contract.Extractor,
 		if err != nil {
 			return nil, err
 		}
-		now := c.clock.Now()
+		now, err := c.decisionNow(ctx)
+		if err != nil {
+			return nil, err
+		}
 		due := policy.DecisionClock(op, spec, now)
 		if due.Reminder == 0 || due.Expire {
 			return op, nil
@@ -103,7 +111,10 @@ func (c *Controller) expireOnce(ctx context.Context, ex *contract.Extractor, id 
 		if err := policy.CheckContract(op, ct); err != nil {
 			return nil, err
 		}
-		now := c.clock.Now()
+		now, err := c.decisionNow(ctx)
+		if err != nil {
+			return nil, err
+		}
 		if !policy.DecisionClock(op, ct.Escalation, now).Expire {
 			return nil, nil
 		}
@@ -146,11 +157,22 @@ func (c *Controller) RunDecisionClock(ctx context.Context, lookup Lookup, poll t
 			log.Error("decision reminders and expiries", "error", err.Error())
 		}
 		wait := poll
-		if !next.IsZero() {
-			wait = min(poll, max(next.Sub(c.clock.Now()), 0))
+		if now, nerr := c.decisionNow(ctx); !next.IsZero() && nerr == nil {
+			wait = min(poll, max(next.Sub(now), 0))
 		}
 		if err := c.clock.Sleep(ctx, wait); err != nil {
 			return nil
 		}
 	}
+}
+
+// decisionNow is the time a decision request is judged at: the store's
+// clock when it has one shared by every replica (PostgreSQL), the
+// controller's otherwise. An escalation's time is compared with it, and
+// the looping replica's own clock may run ahead of the one that wrote it.
+func (c *Controller) decisionNow(ctx context.Context) (time.Time, error) {
+	if sc, ok := c.store.(pollwarden.StoreClock); ok {
+		return sc.StoreNow(ctx)
+	}
+	return c.clock.Now(), nil
 }

@@ -257,7 +257,7 @@ func (c *Controller) callSubmit(ctx context.Context, ct *pollwarden.Contract, op
 		return r
 	}
 	r.StatusURL = loc
-	r.Detail += ", status at " + loc
+	r.Detail += ", status at " + pollwarden.ShownURL(loc)
 	return r
 }
 

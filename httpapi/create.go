@@ -19,15 +19,16 @@ func (a *api) create(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor)
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	op, created, err := a.ops.Create(r.Context(), operations.CreateParams{Caller: callerOf(r), CreateRequest: req, SameRequest: true, Door: "POST /v1/operations"})
+	caller := callerOf(r)
+	op, created, err := a.ops.Create(r.Context(), operations.CreateParams{Caller: caller, CreateRequest: req, SameRequest: true, Door: "POST /v1/operations"})
 	if err != nil {
 		return problem(err)
 	}
 	if !created {
-		writeJSON(w, http.StatusOK, pollwarden.OutcomeOf(op))
+		writeJSON(w, http.StatusOK, caller.Outcome(op))
 		return nil
 	}
 	w.Header().Set("Location", "/v1/operations/"+url.PathEscape(op.ID))
-	writeJSON(w, http.StatusCreated, pollwarden.OutcomeOf(op))
+	writeJSON(w, http.StatusCreated, caller.Outcome(op))
 	return nil
 }

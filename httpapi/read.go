@@ -39,7 +39,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) er
 		}
 		return problem(err)
 	}
-	writeJSON(w, http.StatusOK, pollwarden.OutcomeOf(op))
+	writeJSON(w, http.StatusOK, p.Caller.Outcome(op))
 	return nil
 }
 
@@ -54,13 +54,14 @@ type listAnswer struct {
 // own operations (unless its scope is all).
 func (a *api) list(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	q := r.URL.Query()
-	ops, err := a.ops.List(r.Context(), operations.ListParams{Caller: callerOf(r), Phase: q.Get("phase"), Limit: q.Get("limit")})
+	caller := callerOf(r)
+	ops, err := a.ops.List(r.Context(), operations.ListParams{Caller: caller, Phase: q.Get("phase"), Limit: q.Get("limit")})
 	if err != nil {
 		return problem(err)
 	}
 	out := listAnswer{Operations: make([]pollwarden.Outcome, len(ops))}
 	for i, op := range ops {
-		out.Operations[i] = pollwarden.OutcomeOf(op)
+		out.Operations[i] = caller.Outcome(op)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -45,9 +45,17 @@ func toolError(err error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// answer is the record with guidance in words.
+// answer is the record with guidance in words, its status URL cut.
 func (s *server) answer(op *pollwarden.Operation) JobAnswer {
 	return JobAnswer{Outcome: pollwarden.OutcomeOf(op), Guidance: guidance(op, s.o.Clock.Now())}
+}
+
+// answerFor is answer as the caller of ctx reads it: the status URL whole
+// for the agent that gave it.
+func (s *server) answerFor(ctx context.Context, op *pollwarden.Operation) JobAnswer {
+	a := s.answer(op)
+	a.Outcome = s.who(ctx).Outcome(op)
+	return a
 }
 
 func guidance(op *pollwarden.Operation, now time.Time) string {

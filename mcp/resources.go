@@ -46,7 +46,7 @@ func (s *server) readOperation(ctx context.Context, req *sdk.ReadResourceRequest
 	if err != nil {
 		return nil, internal(err)
 	}
-	b, err := json.Marshal(pollwarden.OutcomeOf(op))
+	b, err := json.Marshal(s.who(ctx).Outcome(op))
 	if err != nil {
 		return nil, internal(err)
 	}

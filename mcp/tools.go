@@ -19,7 +19,7 @@ func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJ
 	if err != nil {
 		return nil, JobAnswer{}, toolError(err)
 	}
-	a := s.answer(op)
+	a := s.answerFor(ctx, op)
 	if created {
 		a.Guidance = "Registered as " + op.ID + ". " + a.Guidance
 	} else {
@@ -33,7 +33,7 @@ func (s *server) getJob(ctx context.Context, _ *sdk.CallToolRequest, in Operatio
 	if err != nil {
 		return nil, JobAnswer{}, err
 	}
-	return nil, s.answer(op), nil
+	return nil, s.answerFor(ctx, op), nil
 }
 
 func (s *server) waitJob(ctx context.Context, req *sdk.CallToolRequest, in WaitJobIn) (*sdk.CallToolResult, JobAnswer, error) {
@@ -59,7 +59,7 @@ func (s *server) waitJob(ctx context.Context, req *sdk.CallToolRequest, in WaitJ
 		}
 		return nil, JobAnswer{}, toolError(err)
 	}
-	return nil, s.answer(op), nil
+	return nil, s.answerFor(ctx, op), nil
 }
 
 func progressToken(req *sdk.CallToolRequest) any {
@@ -108,7 +108,7 @@ func (s *server) listJobs(ctx context.Context, _ *sdk.CallToolRequest, in ListJo
 	}
 	a := ListAnswer{Operations: make([]pollwarden.Outcome, 0, len(list))}
 	for _, op := range list {
-		a.Operations = append(a.Operations, pollwarden.OutcomeOf(op))
+		a.Operations = append(a.Operations, s.who(ctx).Outcome(op))
 	}
 	return nil, a, nil
 }

@@ -73,7 +73,7 @@ func jobWords(op *pollwarden.Operation) string {
 	if op.ProviderJobID != "" {
 		return "job " + display.Value(op.ProviderJobID)
 	}
-	return "status URL " + display.Value(op.StatusURL)
+	return "status URL " + display.Value(pollwarden.ShownURL(op.StatusURL))
 }
 
 func varsWords(v map[string]string) string {

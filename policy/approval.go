@@ -34,7 +34,7 @@ func approveCallLabel(op *pollwarden.Operation, c *pollwarden.Contract) string {
 // an agent or a provider.
 func jobText(op *pollwarden.Operation) string {
 	if op.ProviderJobID == "" {
-		return "(status URL " + display.Text(op.StatusURL) + ")"
+		return "(status URL " + display.Text(pollwarden.ShownURL(op.StatusURL)) + ")"
 	}
 	return display.Value(op.ProviderJobID)
 }

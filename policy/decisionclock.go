@@ -34,8 +34,10 @@ type DecisionDue struct {
 // expiry at now, under the contract's escalation block. It is pure: the
 // daemon calls it for each escalated operation and records what it says.
 // Reminders fall at At+k·RemindAfter, only before the expiry and at most
-// MaxReminders; when several were missed (the daemon was stopped) only
-// one is sent, numbered for the latest period passed.
+// MaxReminders; when several periods were missed (the daemon was stopped,
+// or looked later than one period) only one is sent, and reminders are
+// numbered 1, 2, … in the order they are sent, so the first one of an
+// escalation is never skipped.
 func DecisionClock(op *pollwarden.Operation, spec pollwarden.EscalationSpec, now time.Time) DecisionDue {
 	e := op.Escalation
 	if op.Phase != pollwarden.PhaseEscalated || e == nil {
@@ -59,11 +61,12 @@ func DecisionClock(op *pollwarden.Operation, spec pollwarden.EscalationSpec, now
 	}
 	var due DecisionDue
 	if spec.RemindAfter > 0 && e.Reminders < MaxReminders {
-		passed := int(min(now.Sub(e.At)/spec.RemindAfter, MaxReminders))
-		if passed > e.Reminders {
-			due.Reminder = passed
+		passed := remindPeriod(e, spec, now)
+		covered := max(e.RemindedPeriod, e.Reminders)
+		if passed > covered {
+			due.Reminder = e.Reminders + 1
 		}
-		k := max(passed, e.Reminders) + 1
+		k := max(passed, covered) + 1
 		if next := e.At.Add(time.Duration(k) * spec.RemindAfter); k <= MaxReminders && (expireAt.IsZero() || next.Before(expireAt)) {
 			due.Next = next
 		}
@@ -80,6 +83,9 @@ func DecisionClock(op *pollwarden.Operation, spec pollwarden.EscalationSpec, now
 func Remind(op *pollwarden.Operation, spec pollwarden.EscalationSpec, n int, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	next.Escalation.Reminders = n
+	if spec.RemindAfter > 0 {
+		next.Escalation.RemindedPeriod = remindPeriod(op.Escalation, spec, now)
+	}
 	waited := pollwarden.ShortDuration(now.Sub(op.Escalation.At).Round(time.Second))
 	text := fmt.Sprintf("reminder %d: decision request waiting for %s", n, waited)
 	if spec.ExpireAfter > 0 {
@@ -124,4 +130,11 @@ func offers(e *pollwarden.Escalation, id string) bool {
 		}
 	}
 	return false
+}
+
+// remindPeriod is how many whole reminder periods of e have passed at now,
+// at most MaxReminders. A record written before RemindedPeriod was kept
+// counted its Reminders in periods, which DecisionClock takes as covered.
+func remindPeriod(e *pollwarden.Escalation, spec pollwarden.EscalationSpec, now time.Time) int {
+	return int(min(max(now.Sub(e.At), 0)/spec.RemindAfter, MaxReminders))
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +31,8 @@ func TestDecisionClock(t *testing.T) {
 		{"before the first reminder", both, 0, 10 * time.Minute, DecisionDue{Next: t0.Add(30 * time.Minute)}},
 		{"first reminder due", both, 0, 30 * time.Minute, DecisionDue{Reminder: 1, Next: t0.Add(time.Hour)}},
 		{"first reminder sent", both, 1, 40 * time.Minute, DecisionDue{Next: t0.Add(time.Hour)}},
-		{"missed reminders collapse into one", both, 1, 95 * time.Minute, DecisionDue{Reminder: 3, Next: t0.Add(2 * time.Hour)}},
+		{"missed reminders collapse into one, numbered next", both, 1, 95 * time.Minute, DecisionDue{Reminder: 2, Next: t0.Add(2 * time.Hour)}},
+		{"a first reminder looked for late is still the first", both, 0, 65 * time.Minute, DecisionDue{Reminder: 1, Next: t0.Add(90 * time.Minute)}},
 		{"no reminder at the expiry itself", both, 3, 100 * time.Minute, DecisionDue{Next: t0.Add(2 * time.Hour)}},
 		{"expiry due", both, 3, 2 * time.Hour, DecisionDue{Expire: true, Next: t0.Add(2 * time.Hour)}},
 		{"expiry wins over a missed reminder", both, 0, 3 * time.Hour, DecisionDue{Expire: true, Next: t0.Add(3 * time.Hour)}},
@@ -105,5 +108,32 @@ func TestRemindSaysHowLongTheRequestWaited(t *testing.T) {
 	want := "reminder 1: decision request waiting for 30m; it expires at 2026-01-02T12:00:00Z and then applies abandon"
 	if len(evs) != 1 || evs[0].Kind != pollwarden.EventDecisionReminder || evs[0].Data.Decision != want {
 		t.Fatalf("events %+v, want one reminder %q", evs, want)
+	}
+}
+
+// TestRemindersAreNumberedInOrderSent: a decision clock that looks later
+// than one period after a (re-)escalation sends reminder 1, not 2, and the
+// next falls in the next period, numbered 2; no burst for the periods
+// missed.
+func TestRemindersAreNumberedInOrderSent(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	spec := pollwarden.EscalationSpec{RemindAfter: 30 * time.Minute, ExpireAfter: 5 * time.Hour}
+	op := escalatedAt(t0, 0, pollwarden.OptionAbandon)
+	var sent []int
+	for _, at := range []time.Duration{65 * time.Minute, 66 * time.Minute, 80 * time.Minute, 90 * time.Minute, 95 * time.Minute, 150 * time.Minute} {
+		now := t0.Add(at)
+		due := DecisionClock(op, spec, now)
+		if due.Reminder == 0 {
+			continue
+		}
+		var evs []pollwarden.Event
+		op, evs = Remind(op, spec, due.Reminder, now)
+		sent = append(sent, due.Reminder)
+		if want := fmt.Sprintf("reminder %d:", due.Reminder); !strings.HasPrefix(evs[0].Data.Decision, want) {
+			t.Fatalf("at +%s the event says %q, want %q", at, evs[0].Data.Decision, want)
+		}
+	}
+	if fmt.Sprint(sent) != "[1 2 3]" {
+		t.Fatalf("reminders sent %v, want [1 2 3] (at +65m, +90m, +150m)", sent)
 	}
 }

@@ -24,6 +24,17 @@ type authorizer struct {
 	apply   func(req *http.Request, body []byte) error
 	// session is the provider session id the requests carry, "" for none.
 	session string
+	// refused, when set, drops a minted token the provider answered 401
+	// to, so the next request mints another instead of sending it again.
+	refused func()
+}
+
+// answered tells the authorizer the provider's status code for a request
+// it authorized.
+func (a *authorizer) answered(status int) {
+	if a != nil && a.refused != nil && status == http.StatusUnauthorized {
+		a.refused()
+	}
 }
 
 // tokenFailure is a token endpoint that did not give a token: the status
@@ -55,11 +66,13 @@ func (p *Prober) credentialAuth(ctx context.Context, c *pollwarden.Contract) (*a
 	}
 	switch cred.Kind {
 	case pollwarden.CredentialOAuth2, pollwarden.CredentialGoogle:
-		tok, secrets, err := p.accessToken(ctx, c)
+		tok, secrets, forget, err := p.accessToken(ctx, c)
 		if err != nil {
 			return &authorizer{secrets: secrets}, err
 		}
-		return headerAuth(cred, tok, append(secrets, tok)), nil
+		a := headerAuth(cred, tok, append(secrets, tok))
+		a.refused = forget
+		return a, nil
 	case pollwarden.CredentialSigV4:
 		return p.sigv4(cred)
 	}

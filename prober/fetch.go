@@ -90,6 +90,7 @@ func (p *Prober) Fetch(ctx context.Context, c *pollwarden.Contract, req FetchReq
 	default:
 		r = p.fetchStream(ctx, c, req, auth, secrets, w)
 	}
+	auth.answered(r.Status)
 	if auth != nil && auth.session != "" && r.Status == http.StatusNotFound {
 		// As for a status request: the provider ended the session.
 		p.sessions.forget(c, auth.session)

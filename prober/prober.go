@@ -269,6 +269,9 @@ func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawUR
 		return Response{Sent: true, SentAt: now, ReceivedAt: now, Transport: tf.class, TransportDetail: cut(sc.text(tf.detail), maxDetail)}
 	}
 	resp := p.send(ctx, c, method, rawURL, auth, body, headers)
+	if resp.Transport == "" {
+		auth.answered(resp.Status)
+	}
 	if auth != nil && auth.session != "" && resp.Transport == "" && resp.Status == http.StatusNotFound {
 		// A 404 to a session id is the provider's word that the session
 		// ended (MCP streamable HTTP): the next request opens a new one.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -54,7 +55,11 @@ func newScrubber(secrets []string, c *pollwarden.Contract) *scrubber {
 // when a decoding of s shows the secret, the decoded text is kept,
 // redacted, instead of the provider's encoding of it.
 func (sc *scrubber) text(s string) string {
-	if sc == nil || s == "" || sc.keep[s] {
+	if s == "" || sc != nil && sc.keep[s] {
+		return s
+	}
+	s = scrubSigV4(s)
+	if sc == nil {
 		return s
 	}
 	out := sc.forms.Replace(s)
@@ -97,9 +102,6 @@ func (sc *scrubber) reveals(s string) bool {
 // value removes the secret from every string of a decoded JSON value,
 // object keys included (a kept object is shown with its keys).
 func (sc *scrubber) value(v any) any {
-	if sc == nil {
-		return v
-	}
 	switch t := v.(type) {
 	case string:
 		return sc.text(t)
@@ -121,7 +123,7 @@ func (sc *scrubber) value(v any) any {
 
 // raw removes the secret from a JSON value kept as bytes.
 func (sc *scrubber) raw(m json.RawMessage) json.RawMessage {
-	if sc == nil || len(m) == 0 {
+	if len(m) == 0 || sc == nil && !mayHoldSigV4(string(m)) {
 		return m
 	}
 	d := json.NewDecoder(bytes.NewReader(m))
@@ -136,6 +138,52 @@ func (sc *scrubber) raw(m json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// sigV4Parts find what an echoed AWS Signature Version 4 authorization
+// (header or presigned query) holds beyond its algorithm: the credential
+// scope, whose access key id names the account, and the signature, which
+// replays one request for minutes. Neither is the secret key, so the
+// secret scrubber never sees them; they go whatever the credential.
+var sigV4Parts = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\b((?:x-amz-)?credential\s*=\s*)[A-Z0-9]{16,128}(?:(?:/|%2F|\\/)[A-Za-z0-9_-]+)+`),
+	regexp.MustCompile(`(?i)\b((?:x-amz-)?signature\s*=\s*)[0-9a-f]{64}`),
+}
+
+// scrubSigV4 removes the credential scope and signature of an echoed
+// SigV4 authorization, keeping the names so the text still says what was
+// there.
+func scrubSigV4(s string) string {
+	if !mayHoldSigV4(s) {
+		return s
+	}
+	for _, re := range sigV4Parts {
+		s = re.ReplaceAllString(s, "${1}"+Redacted)
+	}
+	if d := queryDecode(s); d != s && mayHoldSigV4(d) && sigV4Left(d) {
+		// Percent-encoded as a whole (a URL in a query): keep the decoded
+		// text, scrubbed.
+		return scrubSigV4(d)
+	}
+	return s
+}
+
+// mayHoldSigV4 is the cheap test before the patterns run.
+func mayHoldSigV4(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "credential") || strings.Contains(l, "signature")
+}
+
+// sigV4Left reports whether s still holds a credential scope or signature.
+func sigV4Left(s string) bool {
+	for _, re := range sigV4Parts {
+		for _, m := range re.FindAllStringSubmatch(s, -1) {
+			if !strings.HasSuffix(m[0], Redacted) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decoders undo the encodings a provider may have put the secret in.

@@ -103,7 +103,7 @@ func (p *Prober) withSession(ctx context.Context, c *pollwarden.Contract, auth *
 		return nil
 	}}
 	if auth != nil {
-		out.secrets = auth.secrets
+		out.secrets, out.refused = auth.secrets, auth.refused
 	}
 	// The session id is a bearer for the session: kept out of everything
 	// the provider sends back, like the credential.

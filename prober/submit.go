@@ -51,6 +51,7 @@ func (p *Prober) Submit(ctx context.Context, c *pollwarden.Contract, submitURL s
 		return SubmitAnswer{TransportDetail: cut(sc.text(err.Error()), maxDetail)}
 	}
 	a := p.submitOnce(ctx, c, submitURL, body, key, auth, sc)
+	auth.answered(a.Status)
 	a.TransportDetail = cut(sc.text(a.TransportDetail), maxDetail)
 	a.RequestID = cut(sc.text(a.RequestID), maxRequestIDLen)
 	a.JobID = sc.text(a.JobID)

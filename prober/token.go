@@ -20,11 +20,14 @@ import (
 )
 
 // Token cache bounds: a token is given up a minute before it expires so
-// it never expires on the way, and one whose endpoint gave no lifetime is
-// kept five minutes.
+// it never expires on the way, one whose endpoint gave no lifetime is kept
+// five minutes, and none is kept longer than an hour, whatever lifetime the
+// endpoint claims (expires_in: 2147483647 would otherwise keep a revoked
+// token for 68 years).
 const (
 	tokenMargin     = time.Minute
 	tokenDefaultTTL = 5 * time.Minute
+	tokenMaxTTL     = time.Hour
 )
 
 // tokenCache holds minted access tokens in memory only, by a digest of
@@ -54,14 +57,27 @@ func (tc *tokenCache) entry(key [32]byte) *tokenEntry {
 	return e
 }
 
+// forget drops token from the entry at key, if it is still the cached one:
+// the provider refused it (401), so the next request mints another, and a
+// token another request has minted since is kept.
+func (tc *tokenCache) forget(key [32]byte, token string) {
+	e := tc.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.token == token {
+		e.token, e.until = "", time.Time{}
+	}
+}
+
 // accessToken returns a valid access token for an OAuth2 or Google
 // credential, minting one when none is cached. secrets lists what the
-// scrubber must remove (the client secret) even when minting fails.
-func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok string, secrets []string, err error) {
+// scrubber must remove (the client secret) even when minting fails, and
+// forget drops the token from the cache once the provider refused it.
+func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok string, secrets []string, forget func(), err error) {
 	cred := c.Status.Credential
 	origin, err := contract.ParseOrigin(cred.TokenURL)
 	if err != nil {
-		return "", nil, &tokenFailure{pollwarden.TransportOther, "token endpoint refused: " + err.Error() + "; status request not sent"}
+		return "", nil, nil, &tokenFailure{pollwarden.TransportOther, "token endpoint refused: " + err.Error() + "; status request not sent"}
 	}
 	var source func(context.Context) (*oauth2.Token, error)
 	h := sha256.New()
@@ -70,11 +86,11 @@ func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok s
 	case pollwarden.CredentialOAuth2:
 		id, err := p.resolve(cred.ClientID)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		secret, err := p.resolve(cred.Ref)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		secrets = []string{secret}
 		fmt.Fprintf(h, "%s\x00%s", id, secret)
@@ -84,29 +100,30 @@ func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok s
 	case pollwarden.CredentialGoogle:
 		key, err := p.resolveBlob(cred.Ref)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		jc, err := google.JWTConfigFromJSON(key, cred.Scopes...)
 		if err != nil {
-			return "", nil, fmt.Errorf("credential %s is not a Google service account key file", cred.Ref)
+			return "", nil, nil, fmt.Errorf("credential %s is not a Google service account key file", cred.Ref)
 		}
 		if jc.TokenURL != "" && jc.TokenURL != cred.TokenURL {
-			return "", nil, fmt.Errorf("credential %s names token endpoint %s, not the contract's %s; write it as token_url to trust it",
+			return "", nil, nil, fmt.Errorf("credential %s names token endpoint %s, not the contract's %s; write it as token_url to trust it",
 				cred.Ref, clipURL(jc.TokenURL), cred.TokenURL)
 		}
 		jc.TokenURL = cred.TokenURL
 		h.Write(key)
 		source = func(ctx context.Context) (*oauth2.Token, error) { return jc.TokenSource(ctx).Token() }
 	default:
-		return "", nil, errors.New("not a token credential")
+		return "", nil, nil, errors.New("not a token credential")
 	}
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
 	e := p.tokens.entry(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	forgetting := func(tok string) func() { return func() { p.tokens.forget(key, tok) } }
 	if e.token != "" && p.now().Before(e.until) {
-		return e.token, secrets, nil
+		return e.token, secrets, forgetting(e.token), nil
 	}
 	timeout := c.Status.Timeout
 	if timeout <= 0 {
@@ -114,7 +131,7 @@ func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok s
 	}
 	client, err := p.clientFor(c)
 	if err != nil {
-		return "", secrets, &tokenFailure{pollwarden.TransportTLS, err.Error() + "; status request not sent"}
+		return "", secrets, nil, &tokenFailure{pollwarden.TransportTLS, err.Error() + "; status request not sent"}
 	}
 	// The token endpoint gets the client secret: it is never followed
 	// elsewhere by a redirect.
@@ -126,20 +143,20 @@ func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok s
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil {
-			return "", secrets, &tokenFailure{pollwarden.TransportOther, tokenDetail(origin.String(), re.Response.StatusCode, re.ErrorCode)}
+			return "", secrets, nil, &tokenFailure{pollwarden.TransportOther, tokenDetail(origin.String(), re.Response.StatusCode, re.ErrorCode)}
 		}
 		class, detail := classify(mctx, err, timeout)
-		return "", secrets, &tokenFailure{class, "token endpoint " + origin.String() + ": " + detail + "; status request not sent"}
+		return "", secrets, nil, &tokenFailure{class, "token endpoint " + origin.String() + ": " + detail + "; status request not sent"}
 	}
 	if t.AccessToken == "" || strings.ContainsAny(t.AccessToken, "\r\n\x00 ") {
-		return "", secrets, &tokenFailure{pollwarden.TransportOther, "token endpoint " + origin.String() + " gave no usable access token; status request not sent"}
+		return "", secrets, nil, &tokenFailure{pollwarden.TransportOther, "token endpoint " + origin.String() + " gave no usable access token; status request not sent"}
 	}
 	ttl := tokenDefaultTTL
 	if !t.Expiry.IsZero() {
 		ttl = time.Until(t.Expiry)
 	}
-	e.token, e.until = t.AccessToken, p.now().Add(ttl-tokenMargin)
-	return e.token, secrets, nil
+	e.token, e.until = t.AccessToken, p.now().Add(min(ttl, tokenMaxTTL)-tokenMargin)
+	return e.token, secrets, forgetting(e.token), nil
 }
 
 // resolveBlob reads a reference whose value may span lines (a JSON key

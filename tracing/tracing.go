@@ -74,7 +74,8 @@ func Setup(ctx context.Context, endpoint string, getenv func(string) string) (*T
 // exporter, or a test's recorder.
 func New(sp sdktrace.SpanProcessor, endpoint string) *Tracing {
 	res := resource.NewSchemaless(attribute.String("service.name", Name))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithResource(res),
+		sdktrace.WithSampler(idsOnly{sdktrace.ParentBased(sdktrace.AlwaysSample())}))
 	return &Tracing{Tracer: tp.Tracer(Name), Endpoint: endpoint, provider: tp}
 }
 
@@ -86,3 +87,17 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	}
 	return t.provider.Shutdown(ctx)
 }
+
+// idsOnly samples as its sampler does but gives every span an empty
+// tracestate: a caller's tracestate is vendor data from outside, and a span
+// carries ids, names, codes and outcomes only, so the collector never
+// receives it (nor a provider, from a span's context).
+type idsOnly struct{ sdktrace.Sampler }
+
+func (s idsOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	r := s.Sampler.ShouldSample(p)
+	r.Tracestate = trace.TraceState{}
+	return r
+}
+
+func (s idsOnly) Description() string { return "IdsOnly{" + s.Sampler.Description() + "}" }

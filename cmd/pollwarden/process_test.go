@@ -28,6 +28,10 @@ import (
 // small machine), and one at a time under -race.
 func TestMain(m *testing.M) {
 	if os.Getenv("PW_TEST_BE_MAIN") == "1" {
+		if skew := os.Getenv("PW_TEST_CLOCK_SKEW"); skew != "" {
+			skewedMain(skew)
+			return
+		}
 		main()
 		return
 	}
