@@ -26,10 +26,7 @@ var storeReads = []string{"OperationGet", "OperationList", "EventList"}
 var doorsExempt = []string{"cli/demo.go", "cli/demo_submit.go"}
 
 // readsExempt are the store reads made for no caller, each with why.
-var readsExempt = map[string]string{
-	"httpapi/metrics.go:OperationList": "the gauges count every operation's phase for the metrics endpoint, which names no operation",
-	"mcp/resources.go:OperationGet":    "the subscription watcher re-reads the phase once for all its sessions, each checked by the use case when it subscribed",
-}
+var readsExempt = map[string]string{}
 
 // TestDoorsCallTheUseCases: no door (the API, MCP, the console, the
 // commands) calls an action of the controller or reads the store where a

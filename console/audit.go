@@ -7,10 +7,8 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/operations"
 )
-
-// auditPage is how many events a verification reads per query.
-const auditPage = 2000
 
 // auditHead shows an admin the head of the store's hash chain, to write
 // down and compare later, and the button that verifies the chain.
@@ -28,7 +26,7 @@ func (c *Console) showAudit(w http.ResponseWriter, r *http.Request, v viewer, ve
 		c.fail(w, r, http.StatusForbidden, "The audit chain's head and its verification are for admins.")
 		return
 	}
-	pos, hash, err := c.store.AuditHead(r.Context())
+	pos, hash, err := c.ops.AuditHead(r.Context(), operations.Caller{Caller: v.Caller})
 	if err != nil {
 		c.internal(w, r, err)
 		return
@@ -48,7 +46,7 @@ func (c *Console) verifyAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ver := &audit.Verifier{}
-	err := ver.Walk(r.Context(), c.store, auditPage)
+	err := c.ops.VerifyAudit(r.Context(), operations.Caller{Caller: v.Caller}, ver)
 	var ce *audit.ChainError
 	switch {
 	case errors.As(err, &ce):

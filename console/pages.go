@@ -101,7 +101,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, status, "queue", map[string]any{
 		"Viewer": v, "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
 		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
-		"Contracts": c.contracts.Names(), "Events": "/ui/events",
+		"Contracts": c.ops.Contracts().Names(), "Events": "/ui/events",
 	})
 }
 
@@ -175,7 +175,7 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 // cancelDocumented reports whether op's contract documents a cancel
 // call, without which no cancel button is shown.
 func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
-	ex, ok := c.contracts.Get(op.Contract)
+	ex, ok := c.ops.Contracts().Get(op.Contract)
 	return ok && ex.Contract().Cancel != nil
 }
 

@@ -10,47 +10,24 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/changes"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
-// Options configures the API. Controller, Store, Contracts and Tokens are
-// required.
+// Options configures the API. Ops and Tokens are required.
 type Options struct {
-	Controller *controller.Controller
-	Store      pollwarden.Store
-	Contracts  *contract.Set
-	Tokens     *tokens.Set
-	// Clock resolves relative deadlines ("30m") and times requests;
-	// default the wall clock. The controller keeps its own clock for
-	// everything it records.
-	Clock pollwarden.Clock
+	// Ops is the process's one application: every route on an operation,
+	// the provider callbacks, the gauges and /readyz go through it; its
+	// clock times requests.
+	Ops    *operations.Service
+	Tokens *tokens.Set
 	// Logger receives one line per request and the detail of internal
 	// errors; default slog.Default().
 	Logger *slog.Logger
-	// Changes wakes long-polls; pass the same one's Publish as the
-	// controller's OnChange. Without it (nil) long-polls only see changes
-	// on their periodic re-read of the store.
-	Changes *changes.Feed
 	// Registry receives the API's metrics and is served on /metrics;
 	// default a new registry per handler, never the global default one (two
 	// handlers in one process, as in tests, must not collide).
 	Registry *prometheus.Registry
-	// Recheck is how often a long-poll re-reads the store, to see changes
-	// made by other processes; default 1 s.
-	Recheck time.Duration
-	// CredentialAvailable, when set, refuses a create (422) whose
-	// contract's credential the daemon cannot find: an agent learns it at
-	// once, instead of from an integration_failure escalation after the
-	// first step. Its error names the reference, never a value.
-	CredentialAvailable func(*pollwarden.Contract) error
-	// CallbackSecret resolves a contract's callback secret reference
-	// (env:NAME, file:PATH) for each provider callback; default the
-	// process's environment and files.
-	CallbackSecret func(ref string) (string, error)
 	// TraceIncoming makes a request's W3C traceparent header the parent
 	// of the spans its use case starts; set it only when the controller
 	// traces, so that with tracing off no caller's trace context reaches a
@@ -60,17 +37,13 @@ type Options struct {
 
 // api holds what every route needs.
 type api struct {
-	ctl *controller.Controller
 	// ops runs every use case on an operation; the routes only translate.
-	ops            *operations.Service
-	store          pollwarden.Store
-	contracts      *contract.Set
-	tokens         *tokens.Set
-	callbackSecret func(ref string) (string, error)
-	clock          pollwarden.Clock
-	log            *slog.Logger
-	metrics        *metrics
-	ready          *readiness
+	ops     *operations.Service
+	tokens  *tokens.Set
+	clock   pollwarden.Clock
+	log     *slog.Logger
+	metrics *metrics
+	ready   *readiness
 }
 
 // access is who may call a route. Roles are ordered: an approver may do
@@ -116,30 +89,19 @@ func routes() []route {
 // is missing: a daemon without a store or tokens is a wiring mistake, not
 // a condition to serve around.
 func NewHandler(opts Options) http.Handler {
-	if opts.Controller == nil || opts.Store == nil || opts.Contracts == nil || opts.Tokens == nil {
-		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
+	if opts.Ops == nil || opts.Tokens == nil {
+		panic("httpapi.NewHandler: Ops and Tokens are required")
 	}
-	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
-		clock: opts.Clock, log: opts.Logger}
-	if a.clock == nil {
-		a.clock = pollwarden.RealClock{}
-	}
-	a.callbackSecret = opts.CallbackSecret
-	if a.callbackSecret == nil {
-		a.callbackSecret = defaultCallbackSecret
-	}
+	a := &api{ops: opts.Ops, tokens: opts.Tokens, clock: opts.Ops.Clock(), log: opts.Logger}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts, Clock: a.clock,
-		CredentialAvailable: opts.CredentialAvailable, CredentialHint: "where pollwarden serve runs; set it there (nothing was registered)",
-		Changes: opts.Changes, Recheck: opts.Recheck})
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	a.metrics = newMetrics(reg, a.store)
-	a.ready = newReadiness(a.store)
+	a.metrics = newMetrics(reg, a.ops)
+	a.ready = newReadiness(a.ops)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
