@@ -49,14 +49,14 @@ type Options struct {
 type Console struct {
 	// ops reads and decides, so who sees what is the rule every door
 	// shares; the console only translates forms and pages.
-	ops       *operations.Service
-	tokens    Verifier
-	now       func() time.Time
-	log       *slog.Logger
-	recheck   time.Duration
-	sessions  *sessions
-	pages     map[string]*template.Template
-	mux       *http.ServeMux
+	ops      *operations.Service
+	tokens   Verifier
+	now      func() time.Time
+	log      *slog.Logger
+	recheck  time.Duration
+	sessions *sessions
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
 
 	closeOnce sync.Once
 	done      chan struct{}

@@ -14,8 +14,8 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
-	"github.com/pollwarden/pollwarden/operations"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
@@ -68,9 +68,9 @@ type rig struct {
 	contracts *contract.Set
 	ctl       *controller.Controller
 	app       *operations.Service // the one application the doors over this rig share, once built
-	httpURL   string             // the API over this rig, once served
-	mcp       *sdk.ClientSession // a client of the MCP server over this rig, once connected
-	uiURL     string             // the console over this rig, once served
+	httpURL   string              // the API over this rig, once served
+	mcp       *sdk.ClientSession  // a client of the MCP server over this rig, once connected
+	uiURL     string              // the console over this rig, once served
 }
 
 // ops is the rig's one application, built once as cli builds it for a
