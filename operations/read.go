@@ -164,3 +164,13 @@ func (s *Service) Follow(ctx context.Context, c Caller, id string, progress cont
 	}
 	return s.ctl.Wait(ctx, ex, id, progress)
 }
+
+// Interrupted records in operation id's story that c's foreground wait
+// stopped before an outcome (`pollwarden wait` interrupted), so the
+// story says why nothing polled it since.
+func (s *Service) Interrupted(ctx context.Context, c Caller, id, by string) error {
+	if _, err := s.visible(ctx, c, id); err != nil {
+		return err
+	}
+	return s.ctl.Interrupted(ctx, id, by)
+}
