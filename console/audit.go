@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/operations"
 )
@@ -22,7 +21,7 @@ func (c *Console) auditHead(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) showAudit(w http.ResponseWriter, r *http.Request, v viewer, verdict, broken string) {
-	if v.Actor.Role != pollwarden.RoleAdmin {
+	if (operations.Caller{Caller: v.Caller}).May(operations.ActionAudit, nil, "") != nil {
 		c.fail(w, r, http.StatusForbidden, "The audit chain's head and its verification are for admins.")
 		return
 	}
@@ -41,7 +40,7 @@ func (c *Console) verifyAudit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v.Actor.Role != pollwarden.RoleAdmin {
+	if (operations.Caller{Caller: v.Caller}).May(operations.ActionAudit, nil, "") != nil {
 		c.fail(w, r, http.StatusForbidden, "The audit chain's verification is for admins.")
 		return
 	}

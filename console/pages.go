@@ -167,7 +167,7 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 	view := c.view(op, events, now)
 	c.render(w, r, status, "operation", map[string]any{
 		"Viewer": v, "Op": view, "Story": c.story(events), "Timeline": layoutTimeline(events, op.StartedAt, op.DeadlineAt, now), "Problem": problem, "Decided": clean(decided),
-		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op),
+		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op) && operations.Caller{Caller: v.Caller}.May(operations.ActionCancel, op, "") == nil,
 		"Events": "/ui/operations/" + url.PathEscape(id) + "/events",
 	})
 }

@@ -46,42 +46,37 @@ type api struct {
 	ready   *readiness
 }
 
-// access is who may call a route. Roles are ordered: an approver may do
-// everything an agent may, an admin everything (SPEC, roles).
-type access int
-
-const (
-	anyone access = iota
-	agents
-	approvers
-	admins
-)
-
 // route is one line of the SPEC's API table. The table drives the mux, the
 // auth check, the metrics label and the tests that compare it with the
-// OpenAPI document.
+// OpenAPI document. It says only whether a route needs a token, and which
+// action of operations' table (Caller.May) it asks for: who may do what
+// is that table's, not the door's.
 type route struct {
 	method, path string
-	who          access
-	serve        func(a *api, w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error
+	// act is the action the route asks for; "" for a public route (no
+	// token: health, metrics, the document, a provider's signed callback).
+	act   operations.Action
+	serve func(a *api, w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error
 }
+
+const public operations.Action = ""
 
 func routes() []route {
 	return []route{
-		{"POST", "/v1/operations", agents, (*api).create},
-		{"GET", "/v1/operations", agents, (*api).list},
-		{"GET", "/v1/operations/{id}", agents, (*api).get},
-		{"GET", "/v1/operations/{id}/audit", agents, (*api).audit},
-		{"GET", "/v1/operations/{id}/result", agents, (*api).result},
-		{"POST", "/v1/operations/{id}/extension-requests", agents, (*api).requestExtension},
-		{"POST", "/v1/operations/{id}/decisions", approvers, (*api).decide},
-		{"POST", "/v1/operations/{id}/cancel", approvers, (*api).cancel},
-		{"POST", "/v1/operations/{id}/abandon", agents, (*api).abandon},
-		{"GET", "/metrics", anyone, (*api).serveMetrics},
-		{"GET", "/healthz", anyone, (*api).healthz},
-		{"GET", "/readyz", anyone, (*api).readyz},
-		{"GET", "/v1/openapi.json", anyone, (*api).openAPI},
-		{"POST", "/v1/callbacks/{contract}", anyone, (*api).callback},
+		{"POST", "/v1/operations", operations.ActionCreate, (*api).create},
+		{"GET", "/v1/operations", operations.ActionRead, (*api).list},
+		{"GET", "/v1/operations/{id}", operations.ActionRead, (*api).get},
+		{"GET", "/v1/operations/{id}/audit", operations.ActionRead, (*api).audit},
+		{"GET", "/v1/operations/{id}/result", operations.ActionRead, (*api).result},
+		{"POST", "/v1/operations/{id}/extension-requests", operations.ActionRequestExtension, (*api).requestExtension},
+		{"POST", "/v1/operations/{id}/decisions", operations.ActionDecide, (*api).decide},
+		{"POST", "/v1/operations/{id}/cancel", operations.ActionCancel, (*api).cancel},
+		{"POST", "/v1/operations/{id}/abandon", operations.ActionAbandon, (*api).abandon},
+		{"GET", "/metrics", public, (*api).serveMetrics},
+		{"GET", "/healthz", public, (*api).healthz},
+		{"GET", "/readyz", public, (*api).readyz},
+		{"GET", "/v1/openapi.json", public, (*api).openAPI},
+		{"POST", "/v1/callbacks/{contract}", public, (*api).callback},
 	}
 }
 
@@ -141,14 +136,20 @@ func traceIncoming(next http.Handler) http.Handler {
 func (a *api) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var who tokens.Caller
-		if rt.who != anyone {
+		if rt.act != public {
 			var err *apiError
-			who, err = a.authenticate(r, rt.who)
+			who, err = a.authenticate(r)
 			if err != nil {
 				a.finish(w, r, err)
 				return
 			}
 			setCaller(r, who)
+			// The role's part of the table, before any body is read; the
+			// use case asks again with the record.
+			if err := (operations.Caller{Caller: who}).May(rt.act, nil, ""); err != nil {
+				a.finish(w, r, problem(err))
+				return
+			}
 		}
 		if err := rt.serve(a, w, r, who.Actor); err != nil {
 			a.finish(w, r, err)

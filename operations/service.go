@@ -146,7 +146,7 @@ func (c Caller) by() *pollwarden.Actor {
 // mayRaise: only an approver, through a door that grants authority, may
 // create an operation with limits above the contract's.
 func (c Caller) mayRaise() bool {
-	return !c.Local && !c.Tool && c.Role.CanGrant()
+	return c.May(ActionRaise, nil, "") == nil
 }
 
 // listOwner is the list filter for c; ok is false when c may list nothing.
