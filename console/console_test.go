@@ -361,3 +361,31 @@ func TestAgentSeesOnlyItsOwnOperations(t *testing.T) {
 		t.Error("the approver does not see both operations")
 	}
 }
+
+// TestQueueFiltersBeforeTheLimit: a search finds an operation older than
+// a whole page of newer ones that do not match, because the store
+// filters before the page's limit (a filter applied to the page would
+// show nothing).
+func TestQueueFiltersBeforeTheLimit(t *testing.T) {
+	r := newRig(t)
+	r.escalate("needle-1", "running")
+	ex, _ := r.set.Get("export")
+	for i := range listLimit + 5 {
+		id := fmt.Sprintf("hay-%d", i)
+		if _, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: id, Owner: "build-agent"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := r.browser()
+	b.signIn(approverToken)
+	body := b.get("/ui/?phase=&q=NEEDLE").body
+	_, others, _ := strings.Cut(body, `id="others-list"`)
+	if !strings.Contains(others, "needle-1") || strings.Contains(others, "hay-") {
+		t.Errorf("a search behind %d newer operations:\n%s", listLimit+5, others)
+	}
+	body = b.get("/ui/?phase=&reason=request_budget_exhausted").body
+	_, others, _ = strings.Cut(body, `id="others-list"`)
+	if !strings.Contains(others, "needle-1") {
+		t.Errorf("a reason filter behind %d newer operations:\n%s", listLimit+5, others)
+	}
+}

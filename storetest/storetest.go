@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ListOrderFilterLimit", testList},
 		{"ListOwnerBeforeLimit", testListOwner},
 		{"ListContractJob", testListJob},
+		{"ListReasonTextBeforeLimit", testListReasonText},
 		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},
