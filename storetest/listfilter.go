@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -54,5 +55,32 @@ func testListReasonText(t *testing.T, s pollwarden.Store) {
 		if got != tc.want {
 			t.Errorf("OperationList(%+v) = %q, want %q", tc.p, got, tc.want)
 		}
+	}
+}
+
+// testCounts checks the count by phase a store gives the metrics gauges
+// (OperationCounts, one grouped query instead of every record read): it
+// agrees with the records, phase by phase.
+func testCounts(t *testing.T, s pollwarden.Store) {
+	c, ok := s.(interface {
+		OperationCounts(ctx context.Context) (map[pollwarden.Phase]int, error)
+	})
+	if !ok {
+		t.Fatalf("%T does not count operations by phase: the gauges would read every record per scrape", s)
+	}
+	phases := []pollwarden.Phase{pollwarden.PhaseWaiting, pollwarden.PhaseWaiting, pollwarden.PhaseEscalated,
+		pollwarden.PhaseSucceeded, pollwarden.PhaseWaiting}
+	for i, p := range phases {
+		op := newOp(fmt.Sprintf("op-%d", i))
+		op.Phase = p
+		create(t, s, op)
+	}
+	got, err := c.OperationCounts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[pollwarden.Phase]int{pollwarden.PhaseWaiting: 3, pollwarden.PhaseEscalated: 1, pollwarden.PhaseSucceeded: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("OperationCounts = %v, want %v", got, want)
 	}
 }

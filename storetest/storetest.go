@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ListOwnerBeforeLimit", testListOwner},
 		{"ListContractJob", testListJob},
 		{"ListReasonTextBeforeLimit", testListReasonText},
+		{"CountsByPhase", testCounts},
 		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},
