@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/tokens"
 )
@@ -387,5 +388,35 @@ func TestQueueFiltersBeforeTheLimit(t *testing.T) {
 	_, others, _ = strings.Cut(body, `id="others-list"`)
 	if !strings.Contains(others, "needle-1") {
 		t.Errorf("a reason filter behind %d newer operations:\n%s", listLimit+5, others)
+	}
+}
+
+// TestNoPollerShown: an operation whose next check is over a minute past
+// (operations.NoPoller, the rule `pollwarden ops` marks with "no poller")
+// says so on its row and its page; one due just now does not.
+func TestNoPollerShown(t *testing.T) {
+	r := newRig(t)
+	ex, _ := r.set.Get("export")
+	op, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-left", ProviderJobID: "left", Owner: "build-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui := New(Options{Ops: operations.New(operations.Options{Controller: r.ctl, Contracts: r.set}), Tokens: r.tokens})
+	defer ui.Close()
+	if v := ui.view(op, nil, op.NextPollAt.Add(30*time.Second)); v.NoPoller != "" {
+		t.Errorf("30 s past its check: %q, want no mark", v.NoPoller)
+	}
+	v := ui.view(op, nil, op.NextPollAt.Add(3*time.Minute))
+	if !strings.Contains(v.NoPoller, "nothing is polling it") {
+		t.Fatalf("3 min past its check: %q, want the no-poller mark", v.NoPoller)
+	}
+	var page strings.Builder
+	if err := ui.pages["queue"].ExecuteTemplate(&page, "layout.html", map[string]any{
+		"Viewer": viewer{Actor: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, Decide: true},
+		"Escalated": []opView{}, "Others": []opView{v}, "Filter": filter{}, "Phases": filterPhases, "Reasons": filterReasons}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `class="no-poller"`) {
+		t.Errorf("the queue's row does not show the mark:\n%s", page.String())
 	}
 }

@@ -26,6 +26,9 @@ type opView struct {
 	Message                                 string
 	Options                                 []pollwarden.Option
 	ConsoleURL                              string
+	// NoPoller says, for an operation nothing polls any more
+	// (operations.NoPoller), how long ago its next check was due.
+	NoPoller string
 	Requests                                []extensionRequest
 	Result, ProviderError                   string
 	Version                                 int64
@@ -70,6 +73,9 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		}
 	}
 	v.Age = age(now.Sub(since))
+	if late, ok := operations.NoPoller(op, now); ok {
+		v.NoPoller = "nothing is polling it: its next check was due " + age(late) + " ago"
+	}
 	if op.Phase == pollwarden.PhaseWaiting {
 		v.DeadlineIn = "in " + age(op.DeadlineAt.Sub(now))
 		if !op.DeadlineAt.After(now) {
