@@ -412,7 +412,7 @@ func TestNoPollerShown(t *testing.T) {
 	}
 	var page strings.Builder
 	if err := ui.pages["queue"].ExecuteTemplate(&page, "layout.html", map[string]any{
-		"Viewer": viewer{Actor: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, Decide: true},
+		"Viewer":    viewer{Actor: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, Decide: true},
 		"Escalated": []opView{}, "Others": []opView{v}, "Filter": filter{}, "Phases": filterPhases, "Reasons": filterReasons}); err != nil {
 		t.Fatal(err)
 	}

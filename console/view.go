@@ -28,10 +28,10 @@ type opView struct {
 	ConsoleURL                              string
 	// NoPoller says, for an operation nothing polls any more
 	// (operations.NoPoller), how long ago its next check was due.
-	NoPoller string
-	Requests                                []extensionRequest
-	Result, ProviderError                   string
-	Version                                 int64
+	NoPoller              string
+	Requests              []extensionRequest
+	Result, ProviderError string
+	Version               int64
 }
 
 // budget is one limit drawn as a bar: used of limit.
