@@ -1,6 +1,6 @@
 // Package mcp is pollwarden's Model Context Protocol door: five tools
 // (watch_job, get_job, wait_job, list_jobs, request_extension) over the
-// same controller the daemon uses. An agent hands a job over once and then
+// one operations.Service of its process, as every other door. An agent hands a job over once and then
 // waits on it server-side; the scheduler, not the model, sends the status
 // requests. No tool grants authority (R20): none raises a limit, cancels or
 // resubmits, and no answer carries a credential, only its name (R27).
