@@ -27,6 +27,17 @@ const (
 	otel       = "go.opentelemetry.io/"
 )
 
+// doorPkgs are the doors that a process hands its one operations.Service
+// (package cli is the composition root that builds it), and
+// doorsMayNotImport is the core they must reach only through it: a door
+// that imported the controller or a store could act or read around the
+// use cases' rules.
+var (
+	doorPkgs          = []string{httpapiPkg, module + "/console", mcpPkg}
+	doorsMayNotImport = []string{ctlPkg, module + "/internal/sqlstore", module + "/sqlite", module + "/postgres",
+		proberPkg, module + "/webhook"}
+)
+
 // otelSDK is the part of OpenTelemetry that only package tracing (and
 // the binary through it) may link: the SDK and the exporters. The
 // controller and the prober trace with the API alone.
@@ -86,9 +97,10 @@ func goList(t *testing.T, tags string, patterns ...string) map[string]listed {
 // policy touches no files, sockets, HTTP or databases, and no
 // OpenTelemetry; only package tracing links the OpenTelemetry SDK; the
 // pollwarden binary links neither the testing package, the plotting
-// library nor River; the MCP door does not depend on the HTTP API.
+// library nor River; the MCP door does not depend on the HTTP API; the
+// doors import no controller, store, prober or webhook package.
 func TestDependencies(t *testing.T) {
-	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi", "./controller", "./prober", "./tracing")
+	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi", "./console", "./controller", "./prober", "./tracing")
 	get := func(path string) listed {
 		p, ok := pkgs[path]
 		if !ok || len(p.Deps) == 0 {
@@ -142,6 +154,22 @@ func TestDependencies(t *testing.T) {
 		}
 	})
 
+	t.Run("doors reach the core only through operations", func(t *testing.T) {
+		for _, door := range doorPkgs {
+			get(door)
+			for path, p := range pkgs {
+				if path != door && !strings.HasPrefix(path, door+"/") {
+					continue
+				}
+				for _, imp := range p.Imports {
+					if slices.Contains(doorsMayNotImport, imp) {
+						t.Errorf("%s imports %s: take what it needs from the operations.Service the process hands it", path, imp)
+					}
+				}
+			}
+		}
+	})
+
 	t.Run("only tracing links the OpenTelemetry SDK and exporters", func(t *testing.T) {
 		for _, p := range []string{ctlPkg, proberPkg, mcpPkg, httpapiPkg} {
 			for _, d := range get(p).Deps {
@@ -159,7 +187,8 @@ func TestDependencies(t *testing.T) {
 			!slices.Contains(get(ctlPkg).Deps, "go.opentelemetry.io/otel/trace") {
 			t.Error("go list's answer lacks OpenTelemetry imports that exist: the tracing check would see nothing")
 		}
-		if !slices.Contains(get(httpapiPkg).Imports, "net/http") || !slices.Contains(get(binary).Deps, policyPkg) {
+		if !slices.Contains(get(httpapiPkg).Imports, "net/http") || !slices.Contains(get(binary).Deps, policyPkg) ||
+			!slices.Contains(get(module+"/operations").Imports, ctlPkg) {
 			t.Error("go list's answer lacks imports that exist: the checks above would see nothing")
 		}
 	})

@@ -87,6 +87,12 @@ type ListParams struct {
 	// provider callback finds the operations it wakes.
 	Contract      string
 	ProviderJobID string
+	// Reason, when set, keeps only the operations with this reason, and
+	// Text only those whose id, provider job id, contract or last provider
+	// state contains it, ignoring case: a person's search, filtered in the
+	// store before Limit, so a page is never cut down in memory.
+	Reason Reason
+	Text   string
 }
 
 // EventScanParams selects the events EventScan returns.

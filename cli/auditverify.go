@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +62,7 @@ operation, seq, pos, and why) or an anchor's signature is invalid ·
 				return err
 			}
 			defer st.Close()
-			if err := v.Walk(cmd.Context(), st, verifyPage); err != nil {
+			if err := operations.NewReader(st).VerifyAudit(cmd.Context(), env.localCaller(), v); err != nil {
 				var ce *audit.ChainError
 				if errors.As(err, &ce) {
 					fmt.Fprintf(env.Stdout, "BROKEN: %d events verified before the first bad event\n", max(ce.Pos-1, 0))
@@ -113,7 +114,7 @@ somewhere the store's writers cannot change (a ticket, a log shipped away);
 				return err
 			}
 			defer st.Close()
-			pos, hash, err := st.AuditHead(cmd.Context())
+			pos, hash, err := operations.NewReader(st).AuditHead(cmd.Context(), env.localCaller())
 			if err != nil {
 				return err
 			}
@@ -158,7 +159,7 @@ rewritten with recomputed hashes. A broken chain is not anchored (exit 1).`,
 			}
 			defer st.Close()
 			var v audit.Verifier
-			if err := v.Walk(cmd.Context(), st, verifyPage); err != nil {
+			if err := operations.NewReader(st).VerifyAudit(cmd.Context(), env.localCaller(), &v); err != nil {
 				var ce *audit.ChainError
 				if errors.As(err, &ce) {
 					return &exitError{code: ExitInternal, err: fmt.Errorf("not anchoring a broken chain: %w", err)}

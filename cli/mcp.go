@@ -16,6 +16,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/pollwarden/pollwarden/webhook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,8 +109,11 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 		}
 		hookRun = d.Run
 	}
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes, Clock: env.clock(),
-		CredentialAvailable: env.credentialAvailable, Owner: env.localOwner("mcp"), TraceIncoming: tr != nil, ProgressEvery: env.progress()})
+	ops := operations.New(operations.Options{Controller: ctl, Contracts: set, Clock: env.clock(), Changes: changes,
+		CredentialAvailable: env.credentialAvailable,
+		CredentialHint:      `in the environment of the pollwarden mcp server; add it to the "env" of this server in the MCP host's configuration and restart it`,
+		Logger:              log})
+	srv := pwmcp.NewServer(pwmcp.Options{Ops: ops, Owner: env.localOwner("mcp"), TraceIncoming: tr != nil, ProgressEvery: env.progress()})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

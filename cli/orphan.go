@@ -7,28 +7,13 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
-// orphanAfter is how long past its next check a waiting operation must be
-// before `ops` says nothing polls it. A poller holds the lease only while
-// a request is in flight, so between checks the overdue time is what
-// tells a live `wait` or daemon (due, then polling within seconds) from
-// one that was interrupted or never came back. A minute covers a status
-// call's timeout and a busy daemon's lag.
-const orphanAfter = time.Minute
-
-// orphaned reports how long past its next check op is when it is waiting
-// (or observing a cancel) and nothing has polled it for orphanAfter.
+// orphaned is operations.NoPoller: the rule the console shows too.
 func orphaned(op *pollwarden.Operation, now time.Time) (time.Duration, bool) {
-	if op.Phase != pollwarden.PhaseWaiting && op.Phase != pollwarden.PhaseCancelling {
-		return 0, false
-	}
-	if op.NextPollAt.IsZero() {
-		return 0, false
-	}
-	late := now.Sub(op.NextPollAt)
-	return late, late > orphanAfter
+	return operations.NoPoller(op, now)
 }
 
 // phaseCell is the PHASE column of `ops list`: the phase, marked when

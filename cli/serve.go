@@ -18,6 +18,7 @@ import (
 	"github.com/pollwarden/pollwarden/httpapi"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
 	"github.com/pollwarden/pollwarden/metrics"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/scheduler"
 	"github.com/pollwarden/pollwarden/tokens"
@@ -201,19 +202,22 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	// One listener: /mcp is the MCP door (streamable HTTP, the same tools
 	// as `pollwarden mcp`), every other path the JSON API with its own
 	// 404/405 answers.
-	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set,
-		Changes: changes, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
-		CredentialHint: "in the environment of pollwarden serve; set it there and restart the daemon", TraceIncoming: tr.Tracer != nil,
+	// One application for every door of the process: the API, the
+	// console and /mcp each translate, and none holds the core otherwise.
+	ops := operations.New(operations.Options{Controller: ctl, Contracts: set, Clock: env.clock(), Changes: changes,
+		CredentialAvailable: env.credentialAvailable,
+		CredentialHint:      "in the environment of pollwarden serve; set it there and restart the daemon (nothing was registered)",
+		CallbackSecret:      func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) },
+		Logger:              log})
+	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Ops: ops, TraceIncoming: tr.Tracer != nil,
 		ProgressEvery: env.progress()}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
-	ui := console.New(console.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens, Changes: changes, Logger: log, Now: env.clock().Now})
+	ui := console.New(console.Options{Ops: ops, Tokens: tokens, Logger: log})
 	mux.Handle(console.Path, ui)
 	mux.HandleFunc("GET /{$}", console.RedirectRoot)
-	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: tokens,
-		Logger: log, Changes: changes, Registry: reg, Clock: env.clock(), CredentialAvailable: env.credentialAvailable,
-		CallbackSecret: func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) },
-		TraceIncoming:  tr.Tracer != nil}))
+	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Ops: ops, Tokens: tokens, Logger: log, Registry: reg,
+		TraceIncoming: tr.Tracer != nil}))
 	srv := newHTTPServer(mux, readTimeout)
 	// Shutdown waits for open requests; MCP streams would never end.
 	srv.RegisterOnShutdown(mcpHandler.Close)

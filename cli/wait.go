@@ -97,12 +97,12 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
 		fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
 	}
-	ops, ctl, op, done, err := env.createOnStore(ctx, f.otlpEndpoint, f.store, f.auditKey, f.contract, "", o, p)
+	ops, op, done, err := env.createOnStore(ctx, f.otlpEndpoint, f.store, f.auditKey, f.contract, "", o, p)
 	if err != nil {
 		return err
 	}
 	defer done()
-	return env.waitAndReport(ctx, ops, ctl, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // createOnStore is the shared middle of wait and submit, once the request
@@ -111,15 +111,15 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 // interruptedID set, an interrupt during the create says how to resume
 // (a submission may be on its way). done flushes the traces and closes
 // the store.
-func (env Env) createOnStore(ctx context.Context, otlp, store, auditKey, contractArg, interruptedID string, o operations.Options, p operations.CreateParams) (ops *operations.Service, ctl *controller.Controller, op *pollwarden.Operation, done func(), err error) {
+func (env Env) createOnStore(ctx context.Context, otlp, store, auditKey, contractArg, interruptedID string, o operations.Options, p operations.CreateParams) (ops *operations.Service, op *pollwarden.Operation, done func(), err error) {
 	tr, flushTraces, err := env.startTracing(ctx, otlp)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	st, _, err := env.openStoreKey(ctx, store, auditKey, true)
 	if err != nil {
 		flushTraces()
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	done = func() { st.Close(); flushTraces() }
 	o.Controller = env.newTracedController(st, tr.Tracer)
@@ -128,11 +128,11 @@ func (env Env) createOnStore(ctx context.Context, otlp, store, auditKey, contrac
 		defer done()
 		if interruptedID != "" && ctx.Err() != nil {
 			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; resume with --operation-id %s\n", interruptedID)
-			return nil, nil, nil, nil, &exitError{code: 130, err: errors.New("")}
+			return nil, nil, nil, &exitError{code: 130, err: errors.New("")}
 		}
-		return nil, nil, nil, nil, env.createError(ctx, st, err, contractArg, store)
+		return nil, nil, nil, env.createError(ctx, st, err, contractArg, store)
 	}
-	return ops, o.Controller, op, done, nil
+	return ops, op, done, nil
 }
 
 // flagNames spells the use cases' fields as the commands' flags.
@@ -171,8 +171,8 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 
 // waitAndReport waits for operation id until an outcome or an escalation
 // and reports it with wait's output and exit codes; submit ends the same
-// way. An interrupt is recorded in the operation's story through ctl.
-func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
+// way. An interrupt is recorded in the operation's story.
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
 	var live *liveLine
 	if !quiet && isTerminal(env.Stderr) {
 		live = &liveLine{w: env.Stderr, now: env.clock().Now}
@@ -182,7 +182,7 @@ func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *
 	if err != nil {
 		if ctx.Err() != nil {
 			// Recorded after the fact: the wait has already stopped.
-			if err := ctl.Interrupted(context.WithoutCancel(ctx), id, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
+			if err := ops.Interrupted(context.WithoutCancel(ctx), caller, id, "pollwarden wait ("+env.localOwner("cli")+")"); err != nil {
 				fmt.Fprintf(env.Stderr, "pollwarden: the interruption could not be recorded: %v\n", err)
 			}
 			fmt.Fprintf(env.Stderr, "pollwarden: interrupted; nothing polls operation %s now. Resume it, counters intact, with: %s\n",
@@ -201,21 +201,21 @@ func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *
 }
 
 // credentialAvailable refuses to start when the contract's credential
-// cannot be found, naming the reference and never a value.
+// cannot be used, naming the reference and never a value. It asks the
+// prober's own resolver, so what it accepts is what a status request
+// will send (an empty file or variable is refused here, not after the
+// first step as an integration_failure).
 func (env Env) credentialAvailable(c *pollwarden.Contract) error {
 	cr := c.Status.Credential
 	if cr == nil {
 		return nil
 	}
-	kind, name, _ := strings.Cut(cr.Ref, ":")
-	switch kind {
-	case "env":
-		if env.lookup(name) == "" {
-			return fmt.Errorf("credential %s is not set", cr.Ref)
+	for _, ref := range []string{cr.Ref, cr.ClientID} {
+		if ref == "" {
+			continue
 		}
-	case "file":
-		if _, err := os.Stat(name); err != nil {
-			return fmt.Errorf("credential %s cannot be read: %w", cr.Ref, err)
+		if _, err := prober.ResolveSecret(ref, env.Getenv, os.ReadFile); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/operations"
 )
-
-// auditPage is how many events a verification reads per query.
-const auditPage = 2000
 
 // auditHead shows an admin the head of the store's hash chain, to write
 // down and compare later, and the button that verifies the chain.
@@ -24,11 +21,11 @@ func (c *Console) auditHead(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) showAudit(w http.ResponseWriter, r *http.Request, v viewer, verdict, broken string) {
-	if v.Actor.Role != pollwarden.RoleAdmin {
+	if (operations.Caller{Caller: v.Caller}).May(operations.ActionAudit, nil, "") != nil {
 		c.fail(w, r, http.StatusForbidden, "The audit chain's head and its verification are for admins.")
 		return
 	}
-	pos, hash, err := c.store.AuditHead(r.Context())
+	pos, hash, err := c.ops.AuditHead(r.Context(), operations.Caller{Caller: v.Caller})
 	if err != nil {
 		c.internal(w, r, err)
 		return
@@ -43,12 +40,12 @@ func (c *Console) verifyAudit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v.Actor.Role != pollwarden.RoleAdmin {
+	if (operations.Caller{Caller: v.Caller}).May(operations.ActionAudit, nil, "") != nil {
 		c.fail(w, r, http.StatusForbidden, "The audit chain's verification is for admins.")
 		return
 	}
 	ver := &audit.Verifier{}
-	err := ver.Walk(r.Context(), c.store, auditPage)
+	err := c.ops.VerifyAudit(r.Context(), operations.Caller{Caller: v.Caller}, ver)
 	var ce *audit.ChainError
 	switch {
 	case errors.As(err, &ce):

@@ -14,9 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
@@ -33,51 +30,33 @@ type Verifier interface {
 	Identify(token string) (tokens.Caller, bool)
 }
 
-// Changes signals changes of records; *changes.Feed is one (the
-// controller's OnChange fanned out).
-type Changes interface {
-	Subscribe(id string) (<-chan struct{}, func())
-	SubscribeAll() (<-chan struct{}, func())
-}
-
-// Options configures the console. Controller, Store, Contracts and Tokens
-// are required. Who sees which operation is the tokens' rule, applied by
-// the use cases (package operations) as at every other door.
+// Options configures the console. Ops and Tokens are required. Who sees
+// which operation is the tokens' rule, applied by the use cases (package
+// operations) as at every other door.
 type Options struct {
-	Controller *controller.Controller
-	Store      pollwarden.Store
-	Contracts  *contract.Set
-	Tokens     Verifier
-	// Changes drives live updates; without it (nil) open pages see
-	// changes only on their periodic re-read.
-	Changes Changes
-	// Now is the clock for ages and session expiry; default time.Now.
-	Now func() time.Time
+	// Ops is the process's one application: every read, decision, audit
+	// check and change signal goes through it; its clock tells ages and
+	// session expiry, and its Recheck paces a live page's re-reads.
+	Ops    *operations.Service
+	Tokens Verifier
 	// Logger receives internal errors; default slog.Default().
 	Logger *slog.Logger
 	// SessionTTL is how long a sign-in lasts; default 8 hours.
 	SessionTTL time.Duration
-	// Recheck is how often a live page re-reads the store, to see changes
-	// made by other processes; default 3 s.
-	Recheck time.Duration
 }
 
 // Console is the console's http.Handler. It is safe for concurrent use.
 type Console struct {
-	ctl *controller.Controller
 	// ops reads and decides, so who sees what is the rule every door
 	// shares; the console only translates forms and pages.
-	ops       *operations.Service
-	store     pollwarden.Store
-	contracts *contract.Set
-	tokens    Verifier
-	changes   Changes
-	now       func() time.Time
-	log       *slog.Logger
-	recheck   time.Duration
-	sessions  *sessions
-	pages     map[string]*template.Template
-	mux       *http.ServeMux
+	ops      *operations.Service
+	tokens   Verifier
+	now      func() time.Time
+	log      *slog.Logger
+	recheck  time.Duration
+	sessions *sessions
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -86,21 +65,13 @@ type Console struct {
 // New returns the console. It panics when a required option is missing,
 // a wiring mistake rather than a condition to serve around.
 func New(opts Options) *Console {
-	if opts.Controller == nil || opts.Store == nil || opts.Contracts == nil || opts.Tokens == nil {
-		panic("console.New: Controller, Store, Contracts and Tokens are required")
+	if opts.Ops == nil || opts.Tokens == nil {
+		panic("console.New: Ops and Tokens are required")
 	}
-	c := &Console{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
-		changes: opts.Changes, now: opts.Now, log: opts.Logger, recheck: opts.Recheck,
-		done: make(chan struct{})}
-	c.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts})
-	if c.now == nil {
-		c.now = time.Now
-	}
+	c := &Console{ops: opts.Ops, tokens: opts.Tokens, now: opts.Ops.Clock().Now, log: opts.Logger,
+		recheck: opts.Ops.Recheck(), done: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.Default()
-	}
-	if c.recheck <= 0 {
-		c.recheck = 3 * time.Second
 	}
 	ttl := opts.SessionTTL
 	if ttl <= 0 {

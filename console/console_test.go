@@ -12,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/tokens"
 )
@@ -359,5 +360,63 @@ func TestAgentSeesOnlyItsOwnOperations(t *testing.T) {
 	approver.signIn(approverToken)
 	if body := approver.get("/ui/").body; !strings.Contains(body, "theirs-1") || !strings.Contains(body, "mine-1") {
 		t.Error("the approver does not see both operations")
+	}
+}
+
+// TestQueueFiltersBeforeTheLimit: a search finds an operation older than
+// a whole page of newer ones that do not match, because the store
+// filters before the page's limit (a filter applied to the page would
+// show nothing).
+func TestQueueFiltersBeforeTheLimit(t *testing.T) {
+	r := newRig(t)
+	r.escalate("needle-1", "running")
+	ex, _ := r.set.Get("export")
+	for i := range listLimit + 5 {
+		id := fmt.Sprintf("hay-%d", i)
+		if _, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: id, Owner: "build-agent"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := r.browser()
+	b.signIn(approverToken)
+	body := b.get("/ui/?phase=&q=NEEDLE").body
+	_, others, _ := strings.Cut(body, `id="others-list"`)
+	if !strings.Contains(others, "needle-1") || strings.Contains(others, "hay-") {
+		t.Errorf("a search behind %d newer operations:\n%s", listLimit+5, others)
+	}
+	body = b.get("/ui/?phase=&reason=request_budget_exhausted").body
+	_, others, _ = strings.Cut(body, `id="others-list"`)
+	if !strings.Contains(others, "needle-1") {
+		t.Errorf("a reason filter behind %d newer operations:\n%s", listLimit+5, others)
+	}
+}
+
+// TestNoPollerShown: an operation whose next check is over a minute past
+// (operations.NoPoller, the rule `pollwarden ops` marks with "no poller")
+// says so on its row and its page; one due just now does not.
+func TestNoPollerShown(t *testing.T) {
+	r := newRig(t)
+	ex, _ := r.set.Get("export")
+	op, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-left", ProviderJobID: "left", Owner: "build-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui := New(Options{Ops: operations.New(operations.Options{Controller: r.ctl, Contracts: r.set}), Tokens: r.tokens})
+	defer ui.Close()
+	if v := ui.view(op, nil, op.NextPollAt.Add(30*time.Second)); v.NoPoller != "" {
+		t.Errorf("30 s past its check: %q, want no mark", v.NoPoller)
+	}
+	v := ui.view(op, nil, op.NextPollAt.Add(3*time.Minute))
+	if !strings.Contains(v.NoPoller, "nothing is polling it") {
+		t.Fatalf("3 min past its check: %q, want the no-poller mark", v.NoPoller)
+	}
+	var page strings.Builder
+	if err := ui.pages["queue"].ExecuteTemplate(&page, "layout.html", map[string]any{
+		"Viewer":    viewer{Actor: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, Decide: true},
+		"Escalated": []opView{}, "Others": []opView{v}, "Filter": filter{}, "Phases": filterPhases, "Reasons": filterReasons}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `class="no-poller"`) {
+		t.Errorf("the queue's row does not show the mark:\n%s", page.String())
 	}
 }

@@ -21,12 +21,8 @@ func (c *Console) queueEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign in first", http.StatusUnauthorized)
 		return
 	}
-	var signal <-chan struct{}
-	if c.changes != nil {
-		ch, stop := c.changes.SubscribeAll()
-		defer stop()
-		signal = ch
-	}
+	signal, stop := c.ops.SubscribeAll()
+	defer stop()
 	c.stream(w, r, signal, func(ctx context.Context) (uint64, error) {
 		ops, err := c.list(ctx, v.Caller, "", filter{})
 		if err != nil {
@@ -48,12 +44,8 @@ func (c *Console) operationEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	var signal <-chan struct{}
-	if c.changes != nil {
-		ch, stop := c.changes.Subscribe(id)
-		defer stop()
-		signal = ch
-	}
+	signal, stop := c.ops.Subscribe(id)
+	defer stop()
 	c.stream(w, r, signal, func(ctx context.Context) (uint64, error) {
 		op, err := c.visible(ctx, v.Caller, id)
 		if err != nil {

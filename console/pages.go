@@ -47,25 +47,6 @@ func readFilter(q url.Values) (filter, string) {
 	return f, ""
 }
 
-func (f filter) match(op *pollwarden.Operation) bool {
-	if f.Contract != "" && op.Contract != f.Contract {
-		return false
-	}
-	if f.Reason != "" && string(op.Reason) != f.Reason {
-		return false
-	}
-	if f.Text == "" {
-		return true
-	}
-	t := strings.ToLower(f.Text)
-	for _, s := range []string{op.ID, op.ProviderJobID, op.Contract, op.LastState} {
-		if strings.Contains(strings.ToLower(s), t) {
-			return true
-		}
-	}
-	return false
-}
-
 // queue is the console's home: the escalations waiting for a person
 // first, then the other operations under the filter. Without a session it
 // is the sign-in form.
@@ -101,7 +82,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, status, "queue", map[string]any{
 		"Viewer": v, "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
 		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
-		"Contracts": c.contracts.Names(), "Events": "/ui/events",
+		"Contracts": c.ops.Contracts().Names(), "Events": "/ui/events",
 	})
 }
 
@@ -112,14 +93,12 @@ func escalatedAt(op *pollwarden.Operation) time.Time {
 	return op.StartedAt
 }
 
-// list reads the operations in phase ("" for all) that who may see, as
-// the use case lists them for every door, and keeps those f matches.
+// list reads the operations in phase ("" for all) that who may see and f
+// matches, as the use case lists them for every door: the filter is the
+// store's, applied before the page's limit.
 func (c *Console) list(ctx context.Context, who tokens.Caller, phase pollwarden.Phase, f filter) ([]*pollwarden.Operation, error) {
-	ops, err := c.ops.List(ctx, operations.ListParams{Caller: operations.Caller{Caller: who}, Phase: string(phase), Limit: strconv.Itoa(listLimit)})
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(ops, func(op *pollwarden.Operation) bool { return !f.match(op) }), nil
+	return c.ops.List(ctx, operations.ListParams{Caller: operations.Caller{Caller: who}, Phase: string(phase), Limit: strconv.Itoa(listLimit),
+		Contract: f.Contract, Reason: f.Reason, Text: f.Text})
 }
 
 // views builds the rows of a list; only escalated and waiting operations
@@ -167,7 +146,7 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 	view := c.view(op, events, now)
 	c.render(w, r, status, "operation", map[string]any{
 		"Viewer": v, "Op": view, "Story": c.story(events), "Timeline": layoutTimeline(events, op.StartedAt, op.DeadlineAt, now), "Problem": problem, "Decided": clean(decided),
-		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op),
+		"Waiting": op.Phase == pollwarden.PhaseWaiting, "CanCancel": c.cancelDocumented(op) && operations.Caller{Caller: v.Caller}.May(operations.ActionCancel, op, "") == nil,
 		"Events": "/ui/operations/" + url.PathEscape(id) + "/events",
 	})
 }
@@ -175,7 +154,7 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 // cancelDocumented reports whether op's contract documents a cancel
 // call, without which no cancel button is shown.
 func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
-	ex, ok := c.contracts.Get(op.Contract)
+	ex, ok := c.ops.Contracts().Get(op.Contract)
 	return ok && ex.Contract().Cancel != nil
 }
 

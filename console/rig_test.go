@@ -21,6 +21,7 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
@@ -91,8 +92,8 @@ escalation:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui := New(Options{Controller: r.ctl, Store: st, Contracts: r.set, Tokens: r.tokens, Changes: r.changes,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Recheck: 50 * time.Millisecond})
+	ops := operations.New(operations.Options{Controller: r.ctl, Contracts: r.set, Changes: r.changes, Recheck: 50 * time.Millisecond})
+	ui := New(Options{Ops: ops, Tokens: r.tokens, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	r.srv = httptest.NewServer(ui)
 	t.Cleanup(r.srv.Close)
 	t.Cleanup(ui.Close) // before the server's Close, which waits for streams

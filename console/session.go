@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
@@ -112,7 +113,9 @@ func (c *Console) who(r *http.Request) (viewer, bool) {
 		c.sessions.drop(ck.Value)
 		return viewer{}, false
 	}
-	return viewer{Actor: caller.Actor, Caller: caller, CSRF: sess.csrf, Decide: caller.Role.CanGrant(), id: ck.Value}, true
+	// The buttons are drawn from the table every use case asks.
+	may := operations.Caller{Caller: caller}.May(operations.ActionDecide, nil, "") == nil
+	return viewer{Actor: caller.Actor, Caller: caller, CSRF: sess.csrf, Decide: may, id: ck.Value}, true
 }
 
 // cookie builds a console cookie: HttpOnly (no script reads it),

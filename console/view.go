@@ -26,9 +26,12 @@ type opView struct {
 	Message                                 string
 	Options                                 []pollwarden.Option
 	ConsoleURL                              string
-	Requests                                []extensionRequest
-	Result, ProviderError                   string
-	Version                                 int64
+	// NoPoller says, for an operation nothing polls any more
+	// (operations.NoPoller), how long ago its next check was due.
+	NoPoller              string
+	Requests              []extensionRequest
+	Result, ProviderError string
+	Version               int64
 }
 
 // budget is one limit drawn as a bar: used of limit.
@@ -70,6 +73,9 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		}
 	}
 	v.Age = age(now.Sub(since))
+	if late, ok := operations.NoPoller(op, now); ok {
+		v.NoPoller = "nothing is polling it: its next check was due " + age(late) + " ago"
+	}
 	if op.Phase == pollwarden.PhaseWaiting {
 		v.DeadlineIn = "in " + age(op.DeadlineAt.Sub(now))
 		if !op.DeadlineAt.After(now) {
@@ -98,7 +104,7 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		}
 	}
 	v.Result, v.ProviderError = pretty(op.Result), pretty(op.ProviderError)
-	if ex, ok := c.contracts.Get(op.Contract); ok && ex.Contract().Escalation.ConsoleURL != "" {
+	if ex, ok := c.ops.Contracts().Get(op.Contract); ok && ex.Contract().Escalation.ConsoleURL != "" {
 		if u, err := uritemplate.Expand(ex.Contract().Escalation.ConsoleURL, map[string]string{"job_id": op.ProviderJobID}); err == nil {
 			v.ConsoleURL = u
 		}

@@ -78,7 +78,7 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 func uiSignIn(t *testing.T, r *rig, token string) *uiBrowser {
 	t.Helper()
 	if r.uiURL == "" {
-		ui := console.New(console.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: doorTokens(t),
+		ui := console.New(console.Options{Ops: r.ops(), Tokens: doorTokens(t),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		srv := httptest.NewServer(ui)
 		t.Cleanup(srv.Close)

@@ -74,7 +74,7 @@ func httpServer(t *testing.T, r *rig) string {
 	if r.httpURL != "" {
 		return r.httpURL
 	}
-	h := httpapi.NewHandler(httpapi.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts, Tokens: doorTokens(t),
+	h := httpapi.NewHandler(httpapi.Options{Ops: r.ops(), Tokens: doorTokens(t),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

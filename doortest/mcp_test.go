@@ -69,7 +69,7 @@ func mcpSession(t *testing.T, r *rig) *sdk.ClientSession {
 	if r.mcp != nil {
 		return r.mcp
 	}
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts})
+	srv := pwmcp.NewServer(pwmcp.Options{Ops: r.ops()})
 	serverT, clientT := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -92,7 +92,7 @@ func mcpSession(t *testing.T, r *rig) *sdk.ClientSession {
 // tools then act as that token's holder.
 func mcpSessionAs(t *testing.T, r *rig, token string) *sdk.ClientSession {
 	t.Helper()
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts})
+	srv := pwmcp.NewServer(pwmcp.Options{Ops: r.ops()})
 	h := pwmcp.NewHTTPHandler(srv, doorTokens(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
@@ -124,7 +124,7 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 // MCP server over r's store and cancels the task of operation id.
 func mcpTasksCancel(t *testing.T, r *rig, id string) answer {
 	t.Helper()
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: r.ctl, Store: r.store, Contracts: r.contracts})
+	srv := pwmcp.NewServer(pwmcp.Options{Ops: r.ops()})
 	serverT, clientT := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
@@ -66,9 +67,19 @@ type rig struct {
 	store     *sqlite.Store
 	contracts *contract.Set
 	ctl       *controller.Controller
-	httpURL   string             // the API over this rig, once served
-	mcp       *sdk.ClientSession // a client of the MCP server over this rig, once connected
-	uiURL     string             // the console over this rig, once served
+	app       *operations.Service // the one application the doors over this rig share, once built
+	httpURL   string              // the API over this rig, once served
+	mcp       *sdk.ClientSession  // a client of the MCP server over this rig, once connected
+	uiURL     string              // the console over this rig, once served
+}
+
+// ops is the rig's one application, built once as cli builds it for a
+// process and handed to every door.
+func (r *rig) ops() *operations.Service {
+	if r.app == nil {
+		r.app = operations.New(operations.Options{Controller: r.ctl, Contracts: r.contracts})
+	}
+	return r.app
 }
 
 func (r *rig) getenv(k string) (string, bool) {

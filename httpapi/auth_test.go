@@ -82,7 +82,7 @@ func TestAuthMatrix(t *testing.T) {
 				}
 				a := r.do(rt.method, path, c.token, body)
 				switch {
-				case rt.who == anyone:
+				case need(rt) == anyone:
 					if a.status/100 != 2 {
 						t.Fatalf("%d %s, want 2xx for anyone", a.status, a.body)
 					}
@@ -93,7 +93,7 @@ func TestAuthMatrix(t *testing.T) {
 					if a.header.Get("WWW-Authenticate") == "" {
 						t.Error("401 without WWW-Authenticate")
 					}
-				case c.role < rt.who:
+				case c.role < need(rt):
 					if a.status != http.StatusForbidden || a.errorCode(t) != codeForbidden {
 						t.Fatalf("%d %s, want 403 forbidden", a.status, a.body)
 					}

@@ -2,14 +2,15 @@
 // which agents hand jobs over, wait on them and ask for more, and through
 // which approvers answer escalations (SPEC, "pollwarden serve").
 //
-// It re-implements no rule of the core. Creating an operation goes through
-// controller.Submit and policy.NewOperation (limits, deadlines), decisions
-// through controller.Decide and policy.Apply (R20), extension requests
-// through controller.RequestExtension, which grants nothing. What this
+// It re-implements no rule of the core and holds none of it: every route
+// calls the one operations.Service its process built (Options.Ops), which
+// creates (limits, deadlines), decides (R20), records extension requests
+// (which grant nothing), verifies provider callbacks and counts the
+// gauges; who may do what is that package's table (Caller.May). What this
 // package adds is only what a door must: who is calling (bearer tokens by
-// hash and roles, from package tokens), strict request bodies, answers in
-// the outcome field names, long-polls woken by the controller's OnChange
-// hook (package changes), metrics, and an OpenAPI description of all of it.
+// hash, from package tokens), strict request bodies, answers in the
+// outcome field names, long-polls, metrics, and an OpenAPI description of
+// all of it.
 //
 // Every answer is built from pollwarden.OutcomeOf or audit events, which
 // name the credential and never carry the secret (R27); bearer tokens are

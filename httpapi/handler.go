@@ -10,47 +10,24 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/changes"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
-// Options configures the API. Controller, Store, Contracts and Tokens are
-// required.
+// Options configures the API. Ops and Tokens are required.
 type Options struct {
-	Controller *controller.Controller
-	Store      pollwarden.Store
-	Contracts  *contract.Set
-	Tokens     *tokens.Set
-	// Clock resolves relative deadlines ("30m") and times requests;
-	// default the wall clock. The controller keeps its own clock for
-	// everything it records.
-	Clock pollwarden.Clock
+	// Ops is the process's one application: every route on an operation,
+	// the provider callbacks, the gauges and /readyz go through it; its
+	// clock times requests.
+	Ops    *operations.Service
+	Tokens *tokens.Set
 	// Logger receives one line per request and the detail of internal
 	// errors; default slog.Default().
 	Logger *slog.Logger
-	// Changes wakes long-polls; pass the same one's Publish as the
-	// controller's OnChange. Without it (nil) long-polls only see changes
-	// on their periodic re-read of the store.
-	Changes *changes.Feed
 	// Registry receives the API's metrics and is served on /metrics;
 	// default a new registry per handler, never the global default one (two
 	// handlers in one process, as in tests, must not collide).
 	Registry *prometheus.Registry
-	// Recheck is how often a long-poll re-reads the store, to see changes
-	// made by other processes; default 1 s.
-	Recheck time.Duration
-	// CredentialAvailable, when set, refuses a create (422) whose
-	// contract's credential the daemon cannot find: an agent learns it at
-	// once, instead of from an integration_failure escalation after the
-	// first step. Its error names the reference, never a value.
-	CredentialAvailable func(*pollwarden.Contract) error
-	// CallbackSecret resolves a contract's callback secret reference
-	// (env:NAME, file:PATH) for each provider callback; default the
-	// process's environment and files.
-	CallbackSecret func(ref string) (string, error)
 	// TraceIncoming makes a request's W3C traceparent header the parent
 	// of the spans its use case starts; set it only when the controller
 	// traces, so that with tracing off no caller's trace context reaches a
@@ -60,55 +37,46 @@ type Options struct {
 
 // api holds what every route needs.
 type api struct {
-	ctl *controller.Controller
 	// ops runs every use case on an operation; the routes only translate.
-	ops            *operations.Service
-	store          pollwarden.Store
-	contracts      *contract.Set
-	tokens         *tokens.Set
-	callbackSecret func(ref string) (string, error)
-	clock          pollwarden.Clock
-	log            *slog.Logger
-	metrics        *metrics
-	ready          *readiness
+	ops     *operations.Service
+	tokens  *tokens.Set
+	clock   pollwarden.Clock
+	log     *slog.Logger
+	metrics *metrics
+	ready   *readiness
 }
-
-// access is who may call a route. Roles are ordered: an approver may do
-// everything an agent may, an admin everything (SPEC, roles).
-type access int
-
-const (
-	anyone access = iota
-	agents
-	approvers
-	admins
-)
 
 // route is one line of the SPEC's API table. The table drives the mux, the
 // auth check, the metrics label and the tests that compare it with the
-// OpenAPI document.
+// OpenAPI document. It says only whether a route needs a token, and which
+// action of operations' table (Caller.May) it asks for: who may do what
+// is that table's, not the door's.
 type route struct {
 	method, path string
-	who          access
-	serve        func(a *api, w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error
+	// act is the action the route asks for; "" for a public route (no
+	// token: health, metrics, the document, a provider's signed callback).
+	act   operations.Action
+	serve func(a *api, w http.ResponseWriter, r *http.Request, who pollwarden.Actor) error
 }
+
+const public operations.Action = ""
 
 func routes() []route {
 	return []route{
-		{"POST", "/v1/operations", agents, (*api).create},
-		{"GET", "/v1/operations", agents, (*api).list},
-		{"GET", "/v1/operations/{id}", agents, (*api).get},
-		{"GET", "/v1/operations/{id}/audit", agents, (*api).audit},
-		{"GET", "/v1/operations/{id}/result", agents, (*api).result},
-		{"POST", "/v1/operations/{id}/extension-requests", agents, (*api).requestExtension},
-		{"POST", "/v1/operations/{id}/decisions", approvers, (*api).decide},
-		{"POST", "/v1/operations/{id}/cancel", approvers, (*api).cancel},
-		{"POST", "/v1/operations/{id}/abandon", agents, (*api).abandon},
-		{"GET", "/metrics", anyone, (*api).serveMetrics},
-		{"GET", "/healthz", anyone, (*api).healthz},
-		{"GET", "/readyz", anyone, (*api).readyz},
-		{"GET", "/v1/openapi.json", anyone, (*api).openAPI},
-		{"POST", "/v1/callbacks/{contract}", anyone, (*api).callback},
+		{"POST", "/v1/operations", operations.ActionCreate, (*api).create},
+		{"GET", "/v1/operations", operations.ActionRead, (*api).list},
+		{"GET", "/v1/operations/{id}", operations.ActionRead, (*api).get},
+		{"GET", "/v1/operations/{id}/audit", operations.ActionRead, (*api).audit},
+		{"GET", "/v1/operations/{id}/result", operations.ActionRead, (*api).result},
+		{"POST", "/v1/operations/{id}/extension-requests", operations.ActionRequestExtension, (*api).requestExtension},
+		{"POST", "/v1/operations/{id}/decisions", operations.ActionDecide, (*api).decide},
+		{"POST", "/v1/operations/{id}/cancel", operations.ActionCancel, (*api).cancel},
+		{"POST", "/v1/operations/{id}/abandon", operations.ActionAbandon, (*api).abandon},
+		{"GET", "/metrics", public, (*api).serveMetrics},
+		{"GET", "/healthz", public, (*api).healthz},
+		{"GET", "/readyz", public, (*api).readyz},
+		{"GET", "/v1/openapi.json", public, (*api).openAPI},
+		{"POST", "/v1/callbacks/{contract}", public, (*api).callback},
 	}
 }
 
@@ -116,30 +84,19 @@ func routes() []route {
 // is missing: a daemon without a store or tokens is a wiring mistake, not
 // a condition to serve around.
 func NewHandler(opts Options) http.Handler {
-	if opts.Controller == nil || opts.Store == nil || opts.Contracts == nil || opts.Tokens == nil {
-		panic("httpapi.NewHandler: Controller, Store, Contracts and Tokens are required")
+	if opts.Ops == nil || opts.Tokens == nil {
+		panic("httpapi.NewHandler: Ops and Tokens are required")
 	}
-	a := &api{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
-		clock: opts.Clock, log: opts.Logger}
-	if a.clock == nil {
-		a.clock = pollwarden.RealClock{}
-	}
-	a.callbackSecret = opts.CallbackSecret
-	if a.callbackSecret == nil {
-		a.callbackSecret = defaultCallbackSecret
-	}
+	a := &api{ops: opts.Ops, tokens: opts.Tokens, clock: opts.Ops.Clock(), log: opts.Logger}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts, Clock: a.clock,
-		CredentialAvailable: opts.CredentialAvailable, CredentialHint: "where pollwarden serve runs; set it there (nothing was registered)",
-		Changes: opts.Changes, Recheck: opts.Recheck})
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	a.metrics = newMetrics(reg, a.store)
-	a.ready = newReadiness(a.store)
+	a.metrics = newMetrics(reg, a.ops)
+	a.ready = newReadiness(a.ops)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
@@ -179,14 +136,20 @@ func traceIncoming(next http.Handler) http.Handler {
 func (a *api) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var who tokens.Caller
-		if rt.who != anyone {
+		if rt.act != public {
 			var err *apiError
-			who, err = a.authenticate(r, rt.who)
+			who, err = a.authenticate(r)
 			if err != nil {
 				a.finish(w, r, err)
 				return
 			}
 			setCaller(r, who)
+			// The role's part of the table, before any body is read; the
+			// use case asks again with the record.
+			if err := (operations.Caller{Caller: who}).May(rt.act, nil, ""); err != nil {
+				a.finish(w, r, problem(err))
+				return
+			}
 		}
 		if err := rt.serve(a, w, r, who.Actor); err != nil {
 			a.finish(w, r, err)

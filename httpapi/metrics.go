@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // metrics are the API's Prometheus series. They live in a registry the
@@ -21,7 +22,7 @@ type metrics struct {
 	handler  http.Handler
 }
 
-func newMetrics(reg *prometheus.Registry, st pollwarden.Store) *metrics {
+func newMetrics(reg *prometheus.Registry, ops *operations.Service) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pollwarden_api_requests_total",
@@ -33,7 +34,7 @@ func newMetrics(reg *prometheus.Registry, st pollwarden.Store) *metrics {
 			Buckets: []float64{.005, .025, .1, .5, 1, 5, 15, 30, 60},
 		}, []string{"route"}),
 	}
-	reg.MustRegister(m.requests, m.duration, &phaseCollector{store: st, desc: prometheus.NewDesc(
+	reg.MustRegister(m.requests, m.duration, &phaseCollector{ops: ops, desc: prometheus.NewDesc(
 		"pollwarden_operations",
 		"Operations in the store by phase, counted from the store at scrape time (so other processes' operations count too).",
 		[]string{"phase"}, nil)})
@@ -50,8 +51,8 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 // shared by several processes or replicas is the only place that knows
 // them all; an in-process counter would count only this one's.
 type phaseCollector struct {
-	store pollwarden.Store
-	desc  *prometheus.Desc
+	ops  *operations.Service
+	desc *prometheus.Desc
 }
 
 func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
@@ -59,14 +60,10 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ops, err := c.store.OperationList(ctx, pollwarden.ListParams{})
+	counts, err := c.ops.PhaseCounts(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
-	}
-	counts := map[pollwarden.Phase]int{}
-	for _, op := range ops {
-		counts[op.Phase]++
 	}
 	for _, p := range pollwarden.Phases() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[p]), string(p))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // codeNotReady answers /readyz while the store does not accept writes.
@@ -19,12 +20,6 @@ const readyWithin = 5 * time.Second
 
 // probeWindow bounds one probe once started, whoever waits for it.
 const probeWindow = time.Minute
-
-// WriteProber is a store that can show it accepts a write without
-// changing anything (sqlite.Store and postgres.Store): /readyz uses it.
-type WriteProber interface {
-	ProbeWrite(ctx context.Context) error
-}
 
 // readiness runs at most one probe at a time, so that callers of /readyz
 // hammering a stuck store queue on one write, not one each.
@@ -39,15 +34,8 @@ type probeRun struct {
 	err  error
 }
 
-func newReadiness(st pollwarden.Store) *readiness {
-	r := &readiness{}
-	if p, ok := st.(WriteProber); ok {
-		r.probe = p.ProbeWrite
-	} else {
-		// A store without a write probe: at least it must answer a read.
-		r.probe = func(ctx context.Context) error { _, _, err := st.AuditHead(ctx); return err }
-	}
-	return r
+func newReadiness(ops *operations.Service) *readiness {
+	return &readiness{probe: ops.Ready}
 }
 
 // check waits up to readyWithin for a probe: the one running, or a new

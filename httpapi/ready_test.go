@@ -17,6 +17,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
 	"github.com/pollwarden/pollwarden/tokens"
@@ -54,7 +55,7 @@ func TestReadyz(t *testing.T) {
 	}{{"writable", st, http.StatusOK}, {"refusing writes", failingWrites{st}, http.StatusServiceUnavailable}} {
 		ctl := controller.New(controller.Options{Store: c.store, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
 			Prober: prober.New(prober.Options{Now: time.Now})})
-		h := NewHandler(Options{Controller: ctl, Store: c.store, Contracts: set, Tokens: tokens,
+		h := NewHandler(Options{Ops: operations.New(operations.Options{Controller: ctl, Contracts: set}), Tokens: tokens,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		srv := httptest.NewServer(h)
 		for path, want := range map[string]int{"/readyz": c.want, "/healthz": http.StatusOK} {

@@ -22,6 +22,7 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
 	"github.com/pollwarden/pollwarden/tokens"
@@ -145,9 +146,10 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler(Options{Controller: r.ctl, Store: st, Contracts: r.contracts, Tokens: tokens,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Changes: r.changes, Recheck: o.recheck,
-		CredentialAvailable: o.credentialAvailable, CallbackSecret: rigCallbackSecret})
+	ops := operations.New(operations.Options{Controller: r.ctl, Contracts: r.contracts, Changes: r.changes, Recheck: o.recheck,
+		CredentialAvailable: o.credentialAvailable, CredentialHint: "where pollwarden serve runs; set it there (nothing was registered)",
+		CallbackSecret: rigCallbackSecret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHandler(Options{Ops: ops, Tokens: tokens, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	r.srv = httptest.NewServer(h)
 	t.Cleanup(r.srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,6 +21,7 @@ import (
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/httpapi"
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
@@ -88,7 +89,7 @@ limits: {deadline: 10m, max_status_requests: 5, max_transport_failures: 3, max_r
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Options{Controller: ctl, Store: st, Contracts: set, Tokens: toks,
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Options{Ops: operations.New(operations.Options{Controller: ctl, Contracts: set}), Tokens: toks,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TraceIncoming: spans != nil}))
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/operations/op-1/cancel", strings.NewReader(`{"note":"wrong input `+traceCanary+`"}`))

@@ -47,7 +47,7 @@ func toolError(err error) error {
 
 // answer is the record with guidance in words, its status URL cut.
 func (s *server) answer(op *pollwarden.Operation) JobAnswer {
-	return JobAnswer{Outcome: pollwarden.OutcomeOf(op), Guidance: guidance(op, s.o.Clock.Now())}
+	return JobAnswer{Outcome: pollwarden.OutcomeOf(op), Guidance: guidance(op, s.ops.Clock().Now())}
 }
 
 // answerFor is answer as the caller of ctx reads it: the status URL whole
@@ -115,7 +115,7 @@ func orNone(s string) string {
 }
 
 func (s *server) names() string {
-	n := s.o.Contracts.Names()
+	n := s.ops.Contracts().Names()
 	if len(n) == 0 {
 		return "(none)"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	pwmcp "github.com/pollwarden/pollwarden/mcp"
+	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/sqlite"
 )
@@ -50,7 +51,7 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 	ctl := controller.New(controller.Options{Store: st, Clock: pollwarden.RealClock{}, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober:   prober.New(prober.Options{Now: time.Now, Getenv: os.LookupEnv}),
 		OnChange: changes.Publish})
-	srv := pwmcp.NewServer(pwmcp.Options{Controller: ctl, Store: st, Contracts: set, Changes: changes,
+	srv := pwmcp.NewServer(pwmcp.Options{Ops: operations.New(operations.Options{Controller: ctl, Contracts: set, Changes: changes}),
 		ProgressEvery: 100 * time.Millisecond})
 	serverT, clientT := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(ctx)

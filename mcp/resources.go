@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // ResourcePrefix starts every operation's resource URI:
@@ -53,7 +53,7 @@ func (s *server) readOperation(ctx context.Context, req *sdk.ReadResourceRequest
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
-// watchers turns the controller's changes (through Options.Changes) into
+// watchers turns the service's phase watches (operations.WatchPhase) into
 // notifications/resources/updated: one goroutine per subscribed
 // operation, alive while a live session is subscribed to it. The SDK keeps
 // the list of subscribed sessions and sends the notifications; this only
@@ -98,13 +98,9 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 		w.sessions[req.Session] = struct{}{}
 		return nil
 	}
-	// Signals first, then the phase they are compared with: a change
-	// between the two is then a signal, not a miss.
-	signal, unsub := ws.s.o.Changes.Subscribe(id)
-	op, err := ws.s.visible(ctx, id)
+	pw, err := ws.s.ops.WatchPhase(ctx, ws.s.who(ctx), id)
 	if err != nil {
-		unsub()
-		if errors.Is(err, pollwarden.ErrNotFound) {
+		if operations.KindOf(err) == operations.NotFound {
 			return sdk.ResourceNotFoundError(uri)
 		}
 		return internal(err)
@@ -112,7 +108,7 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 	wctx, stop := context.WithCancel(context.Background())
 	w := &watcher{sessions: map[*sdk.ServerSession]struct{}{req.Session: {}}, stop: stop}
 	ws.w[uri] = w
-	go ws.run(wctx, uri, id, op.Phase, w, signal, unsub)
+	go ws.run(wctx, uri, w, pw)
 	return nil
 }
 
@@ -154,28 +150,20 @@ func (ws *watchers) alive(uri string, w *watcher) bool {
 	return false
 }
 
-// run notifies the subscribers of uri on each phase change of operation
-// id. Change signals come at once from the controller; the store is also
-// re-read every Recheck, so a change made by another process is seen too.
-func (ws *watchers) run(ctx context.Context, uri, id string, phase pollwarden.Phase, w *watcher, signal <-chan struct{}, unsub func()) {
-	defer unsub()
-	tick := time.NewTicker(ws.s.o.Recheck)
-	defer tick.Stop()
+// run notifies the subscribers of uri on each phase change the service's
+// watch reports; on each of its re-reads it drops the sessions that have
+// closed.
+func (ws *watchers) run(ctx context.Context, uri string, w *watcher, pw *operations.PhaseWatch) {
+	defer pw.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		changed, err := pw.Next(ctx)
+		switch {
+		case err != nil:
 			return
-		case <-signal:
-		case <-tick.C:
-			if !ws.alive(uri, w) {
-				return
-			}
+		case changed:
+			_ = ws.s.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
+		case !ws.alive(uri, w):
+			return
 		}
-		op, err := ws.s.o.Store.OperationGet(ctx, id)
-		if err != nil || op.Phase == phase {
-			continue
-		}
-		phase = op.Phase
-		_ = ws.s.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
 	}
 }

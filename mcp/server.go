@@ -1,6 +1,6 @@
 // Package mcp is pollwarden's Model Context Protocol door: five tools
 // (watch_job, get_job, wait_job, list_jobs, request_extension) over the
-// same controller the daemon uses. An agent hands a job over once and then
+// one operations.Service of its process, as every other door. An agent hands a job over once and then
 // waits on it server-side; the scheduler, not the model, sends the status
 // requests. No tool grants authority (R20): none raises a limit, cancels or
 // resubmits, and no answer carries a credential, only its name (R27).
@@ -18,9 +18,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/changes"
-	"github.com/pollwarden/pollwarden/contract"
-	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/operations"
 )
 
@@ -28,31 +25,16 @@ import (
 // common MCP clients.
 const MaxWait = 50 * time.Second
 
-// Options wires the tools to the core. Changes must be fed by the
-// controller's OnChange, so that wait_job answers as soon as a phase
-// changes.
+// Options wires the tools to the application the process built once.
 type Options struct {
-	Controller *controller.Controller
-	Store      pollwarden.Store
-	Contracts  *contract.Set
-	Changes    *changes.Feed
-	// CredentialAvailable, when set, refuses watch_job for a contract
-	// whose credential this process cannot find (naming it, never its value).
-	CredentialAvailable func(*pollwarden.Contract) error
-	// CredentialHint follows CredentialAvailable's error: where to set the
-	// credential (default: the MCP host's "env" for this stdio server).
-	CredentialHint string
-	// Clock is what guidance and progress read the time from; default the
-	// wall clock.
-	Clock pollwarden.Clock
+	// Ops is the process's one application: every tool, the resource
+	// subscriptions and the tasks go through it. Required.
+	Ops *operations.Service
 	// Version is reported to the client.
 	Version string
 	// ProgressEvery is how often wait_job sends a progress notification
 	// when the client asked for them (default 5 s).
 	ProgressEvery time.Duration
-	// Recheck is how often wait_job re-reads the store besides the change
-	// signals (default 1 s).
-	Recheck time.Duration
 	// Owner is recorded as the owner of the operations this server creates
 	// when it is not served through NewHTTPHandler (the stdio server;
 	// default "mcp"). Through NewHTTPHandler the token's name is.
@@ -92,17 +74,11 @@ type server struct {
 
 // NewServer returns an MCP server with the five tools.
 func NewServer(o Options) *sdk.Server {
-	if o.Clock == nil {
-		o.Clock = pollwarden.RealClock{}
+	if o.Ops == nil {
+		panic("mcp.NewServer: Ops is required")
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = time.Second
-	}
-	if o.CredentialHint == "" {
-		o.CredentialHint = `in the environment of the pollwarden mcp server; add it to the "env" of this server in the MCP host's configuration and restart it`
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -110,8 +86,7 @@ func NewServer(o Options) *sdk.Server {
 	if o.Owner == "" {
 		o.Owner = "mcp"
 	}
-	s := &server{o: o, ops: operations.New(operations.Options{Controller: o.Controller, Contracts: o.Contracts, Clock: o.Clock,
-		CredentialAvailable: o.CredentialAvailable, CredentialHint: o.CredentialHint, Changes: o.Changes, Recheck: o.Recheck})}
+	s := &server{o: o, ops: o.Ops}
 	s.ws = &watchers{s: s, w: map[string]*watcher{}}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "pollwarden", Version: o.Version},
 		&sdk.ServerOptions{Instructions: instructions,
@@ -132,7 +107,7 @@ func NewServer(o Options) *sdk.Server {
 		Name:  ToolWatchJob,
 		Title: "Hand a job over to pollwarden",
 		Description: `Register an external asynchronous job so pollwarden polls its status for you, within the contract's deadline and status-request budget. Call it once per job, right after the provider accepted it; calling again with the same arguments resumes the same operation (counters are never reset). Give exactly one of job_id and status_url. deadline and max_status_requests may only LOWER the contract's limits; a higher value is refused (only a person can raise a limit; see request_extension). Returns the operation record; then call wait_job with its operation_id (or subscribe to the resource pollwarden://operations/{operation_id} for a notification on every phase change).
-Contracts loaded at start: ` + strings.Join(o.Contracts.Names(), ", ") + ".",
+Contracts loaded at start: ` + strings.Join(o.Ops.Contracts().Names(), ", ") + ".",
 		Annotations:  &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 		OutputSchema: jobSchema,
 	}, textOnly(s.watchJob))

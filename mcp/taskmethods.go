@@ -39,7 +39,7 @@ func (s *server) tasksGet(ctx context.Context, ss *sdk.ServerSession, p *taskPar
 	if err != nil {
 		return nil, err
 	}
-	now := s.o.Clock.Now()
+	now := s.ops.Clock().Now()
 	if shapeOf(p, ss) == coreTask {
 		return &wire{v: coreTaskOf(op, now)}, nil
 	}
@@ -66,7 +66,7 @@ func (s *server) tasksResult(ctx context.Context, _ *sdk.ServerSession, p *taskP
 		return nil, err
 	}
 	for op.Phase == pollwarden.PhaseWaiting {
-		op, err = s.o.Changes.WaitPhase(ctx, s.o.Store, op.ID, MaxWait, s.o.Recheck)
+		op, err = s.ops.Wait(ctx, operations.WaitParams{Caller: s.who(ctx), ID: op.ID, For: MaxWait})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -88,7 +88,7 @@ func (s *server) tasksList(ctx context.Context, _ *sdk.ServerSession, p *listTas
 	if err != nil {
 		return nil, internal(err)
 	}
-	now := s.o.Clock.Now()
+	now := s.ops.Clock().Now()
 	out := mcptask.ListTasksResult{Tasks: make([]mcptask.Task, 0, len(list))}
 	for _, op := range list {
 		out.Tasks = append(out.Tasks, coreTaskOf(op, now))
@@ -114,7 +114,7 @@ func (s *server) tasksCancel(ctx context.Context, ss *sdk.ServerSession, p *task
 	if shapeOf(p, ss) == extTask {
 		return &wire{v: map[string]string{"resultType": mcptask.ResultTypeComplete}}, nil
 	}
-	return &wire{v: coreTaskOf(op, s.o.Clock.Now())}, nil
+	return &wire{v: coreTaskOf(op, s.ops.Clock().Now())}, nil
 }
 
 // abandonWait is the one place a task's cancel reaches the controller: an

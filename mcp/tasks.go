@@ -322,7 +322,7 @@ func (s *server) callAsTask(ctx context.Context, req *sdk.CallToolRequest, call 
 		}
 		return nil, rpcError(mcptask.CodeInvalidParams, "%v", err), true
 	}
-	now := s.o.Clock.Now()
+	now := s.ops.Clock().Now()
 	if shape == extTask {
 		// The server decides: an operation that no longer waits is answered
 		// at once, as the tool would.

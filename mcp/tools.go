@@ -74,7 +74,7 @@ func progressToken(req *sdk.CallToolRequest) any {
 func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any, id string, d time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start := s.o.Clock.Now()
+	start := s.ops.Clock().Now()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.o.ProgressEvery)
@@ -94,7 +94,7 @@ func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any
 			}
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
 				ProgressToken: tok, Message: msg,
-				Progress: s.o.Clock.Now().Sub(start).Seconds(), Total: d.Seconds(),
+				Progress: s.ops.Clock().Now().Sub(start).Seconds(), Total: d.Seconds(),
 			})
 		}
 	}()

@@ -86,8 +86,12 @@ const maxNote = 2000
 // abandon of a waiting operation, need no escalation), else a conflict
 // that says why: the caller's view of it is out of date.
 func (s *Service) Decide(ctx context.Context, p DecisionParams) (*pollwarden.Operation, error) {
-	if !p.Caller.Role.CanGrant() {
-		return nil, refuse(Forbidden, "", "%s has the %s role: only an approver decides", p.Caller.Name, p.Caller.Role)
+	act := ActionDecide
+	if p.Option == pollwarden.OptionCancel {
+		act = ActionCancel
+	}
+	if err := p.Caller.May(act, nil, p.Option); err != nil {
+		return nil, err
 	}
 	if p.Option == "" {
 		return nil, refuse(Invalid, "option", "option is required: one of the escalation's options[].id")
@@ -116,8 +120,8 @@ func (s *Service) Abandon(ctx context.Context, p DecisionParams) (*pollwarden.Op
 	if err != nil {
 		return nil, err
 	}
-	if !p.Caller.Local && !p.Caller.Role.CanGrant() && op.Owner != p.Caller.Name {
-		return nil, refuse(Forbidden, "", "operation %s belongs to %s; an agent may abandon only its own operations", op.ID, op.Owner)
+	if err := p.Caller.May(ActionAbandon, op, ""); err != nil {
+		return nil, err
 	}
 	return s.apply(ctx, p)
 }

@@ -46,6 +46,10 @@ type ListParams struct {
 	Phase string
 	// Limit as typed; "" is the default (see List).
 	Limit string
+	// Contract, Reason and Text narrow the list in the store, before the
+	// limit (pollwarden.ListParams): a person's search is never a page
+	// cut down afterwards.
+	Contract, Reason, Text string
 	// Names spells each field as the door shows it ("--phase").
 	Names map[string]string
 }
@@ -95,7 +99,8 @@ func listParams(p ListParams) (pollwarden.ListParams, error) {
 		}
 		return f
 	}
-	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit}
+	lp := pollwarden.ListParams{Phase: pollwarden.Phase(p.Phase), Limit: defaultListLimit,
+		Contract: p.Contract, Reason: pollwarden.Reason(p.Reason), Text: p.Text}
 	all := p.Caller.Local && !p.Caller.Tool
 	if all {
 		lp.Limit = 0
@@ -163,4 +168,14 @@ func (s *Service) Follow(ctx context.Context, c Caller, id string, progress cont
 		return nil, err
 	}
 	return s.ctl.Wait(ctx, ex, id, progress)
+}
+
+// Interrupted records in operation id's story that c's foreground wait
+// stopped before an outcome (`pollwarden wait` interrupted), so the
+// story says why nothing polled it since.
+func (s *Service) Interrupted(ctx context.Context, c Caller, id, by string) error {
+	if _, err := s.visible(ctx, c, id); err != nil {
+		return err
+	}
+	return s.ctl.Interrupted(ctx, id, by)
 }

@@ -2,6 +2,8 @@ package operations
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/prober"
 	"github.com/pollwarden/pollwarden/tokens"
 )
 
@@ -37,6 +40,13 @@ type Options struct {
 	// Recheck (default 1 s).
 	Changes *changes.Feed
 	Recheck time.Duration
+	// CallbackSecret resolves a contract's callback secret reference
+	// (env:NAME, file:PATH) for each provider callback; default the
+	// process's environment and files, as the prober reads credentials.
+	CallbackSecret func(ref string) (string, error)
+	// Logger receives what a caller must not be told (a callback secret
+	// the process cannot read); default slog.Default().
+	Logger *slog.Logger
 }
 
 // Service runs the use cases over one controller and its store; its
@@ -64,6 +74,12 @@ func New(o Options) *Service {
 	}
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
+	}
+	if o.CallbackSecret == nil {
+		o.CallbackSecret = func(ref string) (string, error) { return prober.ResolveSecret(ref, os.LookupEnv, os.ReadFile) }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return &Service{Reader: NewReader(o.Controller.Store()), o: o, ctl: o.Controller}
 }
@@ -130,7 +146,7 @@ func (c Caller) by() *pollwarden.Actor {
 // mayRaise: only an approver, through a door that grants authority, may
 // create an operation with limits above the contract's.
 func (c Caller) mayRaise() bool {
-	return !c.Local && !c.Tool && c.Role.CanGrant()
+	return c.May(ActionRaise, nil, "") == nil
 }
 
 // listOwner is the list filter for c; ok is false when c may list nothing.

@@ -42,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ListOrderFilterLimit", testList},
 		{"ListOwnerBeforeLimit", testListOwner},
 		{"ListContractJob", testListJob},
+		{"ListReasonTextBeforeLimit", testListReasonText},
+		{"CountsByPhase", testCounts},
 		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},

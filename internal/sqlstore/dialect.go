@@ -134,6 +134,9 @@ type Syntax struct {
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string
+	// LastState is the SQL expression of a record's last provider state
+	// (a field of the JSON record, not a column), for a text search.
+	LastState string
 	// Hints names the index a query must use (SQLite's INDEXED BY, for a
 	// planner without statistics); nil for none.
 	Hints bool

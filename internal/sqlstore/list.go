@@ -57,6 +57,9 @@ func (s *Store) list(ctx context.Context, p pollwarden.ListParams) ([]*pollwarde
 	return out, nil
 }
 
+// likeEscaper makes a searched text match itself in a LIKE pattern.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+
 // unleased keeps out of a due listing the operations whose lease is held
 // at DueBefore: another step (of this process or another replica) is
 // working on each, so a claim could only be refused. Without it, replicas
@@ -102,6 +105,19 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 	if p.ProviderJobID != "" {
 		where = append(where, "provider_job_id = ?")
 		args = append(args, p.ProviderJobID)
+	}
+	if p.Reason != "" {
+		where = append(where, "reason = ?")
+		args = append(args, string(p.Reason))
+	}
+	if p.Text != "" {
+		like := "%" + likeEscaper.Replace(strings.ToLower(p.Text)) + "%"
+		var ors []string
+		for _, col := range []string{"id", "provider_job_id", "contract", s.x.LastState} {
+			ors = append(ors, "lower("+col+") LIKE ? ESCAPE '\\'")
+			args = append(args, like)
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

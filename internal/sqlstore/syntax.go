@@ -12,6 +12,7 @@ func SQLite() Syntax {
 	return Syntax{
 		Name:         "sqlite",
 		GroupWrites:  true,
+		LastState:    "coalesce(json_extract(record, '$.last_state'), '')",
 		CreatedOrder: "(SELECT coalesce(max(created_order), 0) + 1 FROM operations)",
 		Hints:        true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
@@ -29,6 +30,7 @@ func SQLite() Syntax {
 func PostgreSQL() Syntax {
 	return Syntax{
 		Name:        "postgres",
+		LastState:   "coalesce(record->>'last_state', '')",
 		ForUpdate:   " FOR UPDATE",
 		SkipLocked:  " FOR UPDATE SKIP LOCKED",
 		HeadRow:     true,

@@ -1,0 +1,76 @@
+package operations
+
+import "github.com/pollwarden/pollwarden"
+
+// Action is what a caller asks to do; Caller.May is the one table of who
+// may do which, asked by every use case and by a door that must answer
+// before it reads a request (the API's 403 before a body is parsed) or
+// draws one (the console's buttons).
+type Action string
+
+// The actions of the table.
+const (
+	// ActionCreate creates or resumes an operation.
+	ActionCreate Action = "create"
+	// ActionRead reads operations: get, list, their story, a result, a wait.
+	ActionRead Action = "read"
+	// ActionRequestExtension asks an approver for more time or requests;
+	// it grants nothing.
+	ActionRequestExtension Action = "request-extension"
+	// ActionDecide chooses one of an escalation's options.
+	ActionDecide Action = "decide"
+	// ActionCancel runs the contract's cancel call at the provider.
+	ActionCancel Action = "cancel"
+	// ActionAbandon stops watching an operation; nothing is sent.
+	ActionAbandon Action = "abandon"
+	// ActionRaise creates an operation with limits above its contract's.
+	ActionRaise Action = "raise"
+	// ActionAudit reads the store's hash chain head and verifies it.
+	ActionAudit Action = "audit"
+)
+
+// May reports whether c may do a to op, choosing option (ActionDecide
+// only; "" asks about deciding at all). op may be nil when the door asks
+// before anything is read: the answer is then the role's part alone, and
+// the use case asks again with the record. Whether c sees op at all is
+// the reads' rule (not found), never this one's. An option's
+// GrantsAuthority stays data on the option, checked once more by
+// policy.Apply for whoever drives the controller directly.
+func (c Caller) May(a Action, op *pollwarden.Operation, option string) error {
+	approver := c.Role.CanGrant()
+	switch a {
+	case ActionCreate, ActionRead, ActionRequestExtension:
+		return nil
+	case ActionDecide:
+		if approver {
+			return nil
+		}
+		return refuse(Forbidden, "", "%s has the %s role: only an approver decides", c.Name, c.Role)
+	case ActionCancel:
+		if approver {
+			return nil
+		}
+		return refuse(Forbidden, "", "%s has the %s role: only an approver cancels at the provider", c.Name, c.Role)
+	case ActionAbandon:
+		// Abandoning narrows authority: an agent may stop its own
+		// operations; one that sees every operation (scope all) still
+		// stops only its own.
+		if c.Local || approver || op == nil || op.Owner == c.Name {
+			return nil
+		}
+		return refuse(Forbidden, "", "operation %s belongs to %s; an agent may abandon only its own operations", op.ID, op.Owner)
+	case ActionRaise:
+		// Only an approver, through a door that grants authority: never a
+		// tool (R20), never the store file's holder by the way of a flag.
+		if !c.Local && !c.Tool && approver {
+			return nil
+		}
+		return refuse(Forbidden, "", "only an approver may raise a contract's limits")
+	case ActionAudit:
+		if c.Local || c.Role == pollwarden.RoleAdmin {
+			return nil
+		}
+		return refuse(Forbidden, "", "the audit chain's head and its verification are for admins")
+	}
+	return refuse(Forbidden, "", "%s is not an action of pollwarden", a)
+}
