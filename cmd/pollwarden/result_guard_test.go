@@ -164,7 +164,7 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 
 	// What precedes the secret may have gone out; the secret never, and
 	// the answer is then an error or aborted, never a whole result.
-	for _, id := range []string{"op-escaped", "op-split"} {
+	for _, id := range []string{"op-split", "op-escaped"} {
 		code, body, whole := fetchWhole(id)
 		if code == 200 && whole || leaks(body) {
 			t.Fatalf("API result of %s: %d (whole %v), the agent got %q", id, code, whole, body)
