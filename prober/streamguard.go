@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"html"
+	"slices"
 	"strings"
 )
 
@@ -37,6 +38,8 @@ type guard struct {
 // view is one decoding of the stream: the input whose escape is not
 // decided yet, and the matcher over what it decoded.
 type view struct {
+	// starts holds the bytes an escape begins with.
+	starts string
 	decode func(string) string
 	// extent returns the length of the escape at b[i] (0: a plain byte),
 	// or ok false when later bytes decide it; final means none will come.
@@ -46,6 +49,9 @@ type view struct {
 	m       matcher
 	out     []byte
 	outOff  []int64
+	// in and inOff are reused for the pending input and the next read.
+	in    []byte
+	inOff []int64
 }
 
 // matcher keeps the decoded tail that is a prefix of some secret, with
@@ -69,10 +75,10 @@ func newGuard(secrets []string) *guard {
 		return nil
 	}
 	g.views = []*view{
-		{decode: jsonUnescape, extent: jsonExtent},
-		{decode: pathDecode, extent: percentExtent(false)},
-		{decode: queryDecode, extent: percentExtent(true)},
-		{decode: html.UnescapeString, extent: htmlExtent},
+		{starts: `\`, decode: jsonUnescape, extent: jsonExtent},
+		{starts: "%", decode: pathDecode, extent: percentExtent(false)},
+		{starts: "%+", decode: queryDecode, extent: percentExtent(true)},
+		{starts: "&", decode: html.UnescapeString, extent: htmlExtent},
 	}
 	return g
 }
@@ -115,11 +121,22 @@ func (g *guard) feed(b []byte, final bool) (int64, error) {
 
 // feed decodes what it can of the view's pending input and b into out.
 func (v *view) feed(b []byte, offs []int64, final bool) error {
-	in := append(v.pend, b...)
-	inOff := append(v.pendOff, offs...)
-	v.out, v.outOff = v.out[:0], v.outOff[:0]
+	v.in = append(append(v.in[:0], v.pend...), b...)
+	v.inOff = append(append(v.inOff[:0], v.pendOff...), offs...)
+	in, inOff := v.in, v.inOff
+	v.out, v.outOff = slices.Grow(v.out[:0], len(in)), slices.Grow(v.outOff[:0], len(in))
 	i := 0
 	for i < len(in) {
+		// A run without the escape's first byte is copied as it is.
+		if j := bytes.IndexAny(in[i:], v.starts); j != 0 {
+			if j < 0 {
+				j = len(in) - i
+			}
+			v.out = append(v.out, in[i:i+j]...)
+			v.outOff = append(v.outOff, inOff[i:i+j]...)
+			i += j
+			continue
+		}
 		n, ok, err := v.extent(in, i, final)
 		if err != nil {
 			return err

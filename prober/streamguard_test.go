@@ -131,3 +131,20 @@ func TestStreamStopsAtALongCharacterReference(t *testing.T) {
 		t.Fatal("the HTML decoder reads long references; the guard must stop at them")
 	}
 }
+
+// BenchmarkStream measures the guard's cost on a result without the
+// secret, against the same copy without one.
+func BenchmarkStream(b *testing.B) {
+	text := bytes.Repeat([]byte(`{"id":"r-1","text":"caf\u00e9 50% & more \/ path","n":12}`+"\n"), 1<<14)
+	for _, tc := range []struct {
+		name    string
+		secrets []string
+	}{{"guarded", []string{canary}}, {"unguarded", nil}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				stream(context.Background(), bytes.NewReader(text), io.Discard, tc.secrets, 1<<30, time.Minute, FetchResponse{})
+			}
+		})
+	}
+}
