@@ -138,6 +138,10 @@ type Operation struct {
 	// ApprovedCalls counts status calls an approver allowed one by one for a
 	// contract whose status method is not safe (R16).
 	ApprovedCalls int `json:"approved_calls,omitempty"`
+	// ResultFetchesSent counts the result fetches sent to the provider,
+	// through every door and process, counted before each is sent (like
+	// StatusRequestsUsed) and bounded by result.fetch.max_fetches.
+	ResultFetchesSent int `json:"result_fetches_sent,omitempty"`
 
 	NextPollAt     time.Time   `json:"next_poll_at"`
 	NextPollSource DelaySource `json:"next_poll_source"`

@@ -29,6 +29,24 @@ type ResultFetch struct {
 	MaxPages int `json:",omitempty"`
 	// MaxBytes bounds the result; a larger one is refused, never cut.
 	MaxBytes int64
+	// MaxFetches bounds the fetches sent to the provider for one
+	// operation, through every door together (Operation.ResultFetchesSent).
+	MaxFetches int `json:",omitempty"`
+}
+
+// The bounds of result.fetch.max_fetches.
+const (
+	DefaultMaxFetches = 3
+	MaxMaxFetches     = 100
+)
+
+// FetchLimit is the contract's max_fetches, DefaultMaxFetches for a
+// contract stored before it was kept.
+func (f *ResultFetch) FetchLimit() int {
+	if f == nil || f.MaxFetches <= 0 {
+		return DefaultMaxFetches
+	}
+	return f.MaxFetches
 }
 
 // Paged reports whether the fetch follows pages, written as JSON Lines.
@@ -40,4 +58,7 @@ const (
 	EventResultFetchStarted EventKind = "result_fetch_started"
 	EventResultFetched      EventKind = "result_fetched"
 	EventResultFetchFailed  EventKind = "result_fetch_failed"
+	// EventResultFetchRefused is a fetch asked for once max_fetches were
+	// sent: nothing left.
+	EventResultFetchRefused EventKind = "result_fetch_refused"
 )

@@ -239,7 +239,13 @@ func (t *Teller) line(e pollwarden.Event) string {
 	case pollwarden.EventDecisionReminder, pollwarden.EventDecisionExpired:
 		return display.Text(d.Decision)
 	case pollwarden.EventResultFetchStarted:
-		return fmt.Sprintf("result fetch started by %s from %s", actorName(d.Actor), display.Value(d.URL))
+		s := fmt.Sprintf("result fetch started by %s from %s", actorName(d.Actor), display.Value(d.URL))
+		if d.Detail != "" {
+			s += " (" + display.Text(d.Detail) + ")"
+		}
+		return s
+	case pollwarden.EventResultFetchRefused:
+		return fmt.Sprintf("result fetch refused, nothing sent, asked by %s: %s", actorName(d.Actor), display.Text(d.Detail))
 	case pollwarden.EventResultFetched:
 		pages := ""
 		switch {

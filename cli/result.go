@@ -26,7 +26,11 @@ It streams, bounded by the contract's max_bytes: a larger result is
 refused. With --out the bytes go to a temporary file beside FILE that is
 renamed to FILE only when the whole result arrived, so FILE never holds a
 partial result. On stdout, a fetch that fails midway exits non-zero: what
-was written is not the result. A second fetch is allowed and recorded too.`,
+was written is not the result. A second fetch is allowed and recorded too,
+up to the contract's result.fetch.max_fetches (default 3) fetches sent for
+the operation through every door; one more is refused (exit 2), sends
+nothing and is recorded. A result holding the contract's credential, raw
+or escaped, is stopped before any of it is written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
@@ -83,8 +87,8 @@ func fetchToFile(cmd *cobra.Command, ops *operations.Service, p operations.Resul
 }
 
 // resultError makes a refusal (wrong phase, no result.fetch, a URL off the
-// contract's origins, a contract not loaded) a usage error, exit 2; a
-// failed fetch stays exit 1.
+// contract's origins, a contract not loaded, max_fetches spent) a usage
+// error, exit 2; a failed fetch stays exit 1.
 func resultError(err error) error {
 	switch {
 	case err == nil:

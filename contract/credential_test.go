@@ -105,6 +105,33 @@ func TestCAFileParsed(t *testing.T) {
 	}
 }
 
+// TestApproveEachCallRefusesUnapprovedCalls: a credential marked
+// approve_each_call cannot also be sent by a submission or a result
+// fetch, which no approval covers; each refusal names the section and its
+// line.
+func TestApproveEachCallRefusesUnapprovedCalls(t *testing.T) {
+	marked := withCredential("  credential: {header: Authorization, secret: env:AUDIT_KEY, approve_each_call: true}\n")
+	for _, tc := range []struct{ name, extra, path string }{
+		{"submit", "submit: {url: https://api.example.com/jobs, job_id_path: id}\n", "submit"},
+		{"result fetch", "result:\n  require: [{path: out, kind: string}]\n  fetch: {url: \"https://api.example.com/files/{out}\", max_bytes: 9}\n", "result.fetch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := problems(t, marked+tc.extra)
+			line := strings.Count(marked, "\n") + 1 + strings.Count(tc.extra[:strings.Index(tc.extra, strings.TrimPrefix(tc.path, "result."))], "\n")
+			for _, p := range ps {
+				if p.Path == tc.path && strings.Contains(p.Msg, "approve_each_call") && p.Line == line {
+					return
+				}
+			}
+			t.Fatalf("no approve_each_call problem at %s line %d: %+v", tc.path, line, ps)
+		})
+		// Unmarked, the same contract parses.
+		if _, err := Parse([]byte(withCredential("  credential: {header: Authorization, secret: env:AUDIT_KEY}\n") + tc.extra)); err != nil {
+			t.Fatalf("%s without the mark: %v", tc.name, err)
+		}
+	}
+}
+
 // approve_each_call applies to every kind of credential, is a boolean,
 // and is what makes every status call wait for an approver.
 func TestCredentialApproveEachCall(t *testing.T) {

@@ -143,11 +143,30 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	c.Status.Session = d.session(status.obj("session", false, "url", "method", "body", "notify", "header"), c)
 	c.Submit = d.submit(top.obj("submit", false, "url", "method", "headers", "job_id_path", "status_location",
 		"idempotency_key_header", "max_attempts"), c)
-	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "safe", "body", "error_path", "next", "max_pages", "max_bytes"), c)
+	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "safe", "body", "error_path", "next", "max_pages", "max_bytes", "max_fetches"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
 	d.decisionTimes(esc, c)
 	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))
+	d.eachCallApproved(top, result, c)
 	return c
+}
+
+// eachCallApproved refuses a submission or a result fetch under a
+// credential marked approve_each_call: an approval lets out one status
+// call, and nothing would stand before those calls, which carry the same
+// credential (a submission's body is the agent's own). A cancel is an
+// approver's act already, so it needs no refusal.
+func (d *decoder) eachCallApproved(top, result *object, c *pollwarden.Contract) {
+	if cr := c.Status.Credential; cr == nil || !cr.ApproveEachCall {
+		return
+	}
+	const why = "the status credential is marked approve_each_call, and %s would send it with no approver's approval; remove %s, or use a contract whose credential is not marked"
+	if c.Submit != nil {
+		d.addf(top.lineOf("submit"), "submit", why, "a submission", "submit")
+	}
+	if c.ResultFetch != nil {
+		d.addf(result.lineOf("fetch"), result.child("fetch"), why, "a result fetch", "result.fetch")
+	}
 }
 
 func (d *decoder) version(top *object) int {

@@ -102,6 +102,11 @@ func (d *decoder) resultFetch(o *object, c *pollwarden.Contract) *pollwarden.Res
 		}
 		f.MaxBytes = int64(n)
 	}
+	f.MaxFetches = o.integer("max_fetches", pollwarden.DefaultMaxFetches, 1)
+	if f.MaxFetches > pollwarden.MaxMaxFetches {
+		d.addf(o.lineOf("max_fetches"), o.child("max_fetches"), "must be at most %d, got %d", pollwarden.MaxMaxFetches, f.MaxFetches)
+		f.MaxFetches = pollwarden.DefaultMaxFetches
+	}
 	return f
 }
 

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,8 +21,19 @@ func TestResultFetchParses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.fetch, err)
 		}
-		if f := c.ResultFetch; f == nil || f.URL != tc.url || f.Method != "GET" || f.MaxBytes == 0 {
+		if f := c.ResultFetch; f == nil || f.URL != tc.url || f.Method != "GET" || f.MaxBytes == 0 || f.MaxFetches != pollwarden.DefaultMaxFetches {
 			t.Fatalf("%s: got %+v", tc.fetch, c.ResultFetch)
+		}
+	}
+}
+
+// TestResultFetchMaxFetches: the bound is read as written, at either end
+// of its range.
+func TestResultFetchMaxFetches(t *testing.T) {
+	for _, n := range []int{1, 100} {
+		c, err := Parse([]byte(fetchBase + fmt.Sprintf("  fetch: {url: \"https://api.example.com/f/{job_id}\", max_bytes: 9, max_fetches: %d}\n", n)))
+		if err != nil || c.ResultFetch.MaxFetches != n || c.ResultFetch.FetchLimit() != n {
+			t.Fatalf("max_fetches %d: %v %+v", n, err, c)
 		}
 	}
 }
@@ -44,6 +56,11 @@ func TestResultFetchProblemsHaveLines(t *testing.T) {
 		{"another origin", `{url: "https://files.example.net/f/{job_id}", max_bytes: 9}`, "result.fetch.url", "not among the status call's origins"},
 		{"whole URL of a string field", `{url: "{+output_file_id}", max_bytes: 9}`, "result.fetch.url", "kind: url"},
 		{"unknown key", `{url: "https://api.example.com/f/{job_id}", max_bytes: 9, size: 3}`, "result.fetch.size", ""},
+		{"no fetches", `{url: "https://api.example.com/f/{job_id}", max_bytes: 9, max_fetches: 0}`, "result.fetch.max_fetches", "at least 1, got 0"},
+		{"negative fetches", `{url: "https://api.example.com/f/{job_id}", max_bytes: 9, max_fetches: -2}`, "result.fetch.max_fetches", "at least 1, got -2"},
+		{"too many fetches", `{url: "https://api.example.com/f/{job_id}", max_bytes: 9, max_fetches: 101}`, "result.fetch.max_fetches", "at most 100, got 101"},
+		{"fetches not a number", `{url: "https://api.example.com/f/{job_id}", max_bytes: 9, max_fetches: many}`, "result.fetch.max_fetches", "whole number"},
+		{"fractional fetches", `{url: "https://api.example.com/f/{job_id}", max_bytes: 9, max_fetches: 2.5}`, "result.fetch.max_fetches", "whole number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := problems(t, fetchBase+"  fetch: "+tc.fetch+"\n")

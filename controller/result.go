@@ -21,6 +21,9 @@ import (
 var (
 	ErrResultRefused = errors.New("result fetch refused")
 	ErrResultFailed  = errors.New("result fetch failed")
+	// ErrResultLimit is a fetch refused because the operation has sent
+	// every fetch its contract's max_fetches allows; it is recorded.
+	ErrResultLimit = errors.New("result fetch limit reached")
 )
 
 // ResultFetch is what a completed fetch handed over.
@@ -41,7 +44,8 @@ type ResultFetch struct {
 // allowed only once the operation has succeeded. A "started" event (who,
 // the URL) is durable before the request leaves, and a "fetched" (bytes,
 // sha256) or "failed" event after; a second fetch is allowed and recorded
-// the same way. The record is written even if the caller goes away.
+// the same way, up to the contract's max_fetches, after which a fetch is
+// refused (and the refusal recorded) without sending anything. The record is written even if the caller goes away.
 func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
 	ct := ex.Contract()
 	op, err := c.store.OperationGet(ctx, id)
@@ -65,10 +69,20 @@ func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id
 	}
 	bg := context.WithoutCancel(ctx)
 	shown := auditURL(url)
+	// Counted in the same write as the started event, before the request
+	// leaves: a crash or another door cannot send one more than allowed.
+	var sent bool
+	var refusal string
 	if err := c.record(bg, id, func(op *pollwarden.Operation) pollwarden.Event {
-		return policy.ResultFetchStarted(op, actor, shown, c.clock.Now())
+		var e pollwarden.Event
+		e, sent = policy.StartResultFetch(op, ct, actor, shown, c.clock.Now())
+		refusal = e.Data.Detail
+		return e
 	}); err != nil {
 		return ResultFetch{}, err
+	}
+	if !sent {
+		return ResultFetch{URL: shown}, fmt.Errorf("%w: %s", ErrResultLimit, refusal)
 	}
 	r := c.prober.Fetch(ctx, ct, prober.FetchRequest{Method: ct.ResultFetch.Method, Page: pager.Page, Headers: headers}, w)
 	if r.Problem == "" && ctx.Err() != nil {

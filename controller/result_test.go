@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -283,5 +284,37 @@ func TestFetchResultWholeURLFieldOnTheContractsOrigin(t *testing.T) {
 	var out bytes.Buffer
 	if _, err := r.ctl.FetchResult(context.Background(), r.ex, "op1", actorAgent, &out); err != nil || out.String() != "ok\n" {
 		t.Fatalf("err %v, got %q", err, out.String())
+	}
+}
+
+// TestFetchResultMaxFetches: the contract's max_fetches (default 3) bounds
+// the fetches sent for one operation, whichever controller sends them (two
+// here, over one store, as two processes would be); one more sends
+// nothing, is refused and is recorded, and the count is in the record.
+func TestFetchResultMaxFetches(t *testing.T) {
+	r := newResultRig(t, "BASE/files/{output_file_id}/content")
+	r.p.set("a,b\n", false)
+	r.succeeded("op1")
+	other := New(Options{Store: r.store, Clock: r.ctl.clock, Rand: rand.New(rand.NewPCG(3, 4)), Owner: "o2", Prober: r.ctl.prober})
+	for i, ctl := range []*Controller{r.ctl, other, r.ctl} {
+		if _, err := ctl.FetchResult(context.Background(), r.ex, "op1", actorAgent, io.Discard); err != nil {
+			t.Fatalf("fetch %d: %v", i+1, err)
+		}
+	}
+	for _, ctl := range []*Controller{other, r.ctl} {
+		res, err := ctl.FetchResult(context.Background(), r.ex, "op1", actorAgent, io.Discard)
+		if !errors.Is(err, ErrResultLimit) || !strings.Contains(err.Error(), "max_fetches") || res.Written {
+			t.Fatalf("a fourth fetch: %v, want a refusal naming max_fetches", err)
+		}
+	}
+	if r.p.count() != 3 {
+		t.Fatalf("the provider saw %d fetches, want 3", r.p.count())
+	}
+	if n := len(r.events("op1", pollwarden.EventResultFetchRefused)); n != 2 {
+		t.Fatalf("%d refusals recorded, want 2", n)
+	}
+	op, err := r.store.OperationGet(context.Background(), "op1")
+	if err != nil || op.ResultFetchesSent != 3 {
+		t.Fatalf("record: %v, %d fetches sent, want 3", err, op.ResultFetchesSent)
 	}
 }

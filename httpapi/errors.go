@@ -23,6 +23,7 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeInternal         = "internal"
 	codeBadGateway       = "bad_gateway"
+	codeExhausted        = "budget_exhausted"
 )
 
 // apiError is an answer that is not a success: the HTTP status, the code
@@ -72,6 +73,8 @@ func problem(err error) error {
 		return errorf(http.StatusForbidden, codeForbidden, "%s", p.Error())
 	case operations.Unauthenticated:
 		return errorf(http.StatusUnauthorized, codeUnauthorized, "%s", p.Error())
+	case operations.Exhausted:
+		return errorf(http.StatusTooManyRequests, codeExhausted, "%s", p.Error())
 	}
 	return unprocessable("%s", p.Error())
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,5 +71,27 @@ func TestCreateWithSubmitResumesAnUnansweredSubmission(t *testing.T) {
 	rec := a.json(t)
 	if a.status != http.StatusOK || rec["phase"] != "escalated" || rec["reason"] != "integration_failure" || r.fp.Submits() != 0 {
 		t.Fatalf("%d %s; %d submissions", a.status, a.body, r.fp.Submits())
+	}
+}
+
+// TestCreateWithDeepSubmitBody: a submission body nested 9,000 deep (JSON
+// the decoder accepts, far deeper than the store's JSON functions read)
+// is refused as 422 naming submit.body, with nothing stored or submitted;
+// one at the bound is accepted.
+func TestCreateWithDeepSubmitBody(t *testing.T) {
+	r := newRigWith(t, rigOptions{submitter: true})
+	r.fp.Script("sub-1", fp.State("running", nil))
+	deep := func(n int) string {
+		return `{"operation_id":"op-deep-` + fmt.Sprint(n) + `","contract":"submitter","submit":{"body":` + strings.Repeat(`[`, n) + strings.Repeat(`]`, n) + `}}`
+	}
+	a := r.do("POST", "/v1/operations", agentToken, deep(9000))
+	if a.status != http.StatusUnprocessableEntity || !strings.Contains(a.message(t), "submit.body") || !strings.Contains(a.message(t), "deep") {
+		t.Fatalf("9,000 deep: %d %s", a.status, a.body)
+	}
+	if g := r.do("GET", "/v1/operations/op-deep-9000", agentToken, nil); g.status != http.StatusNotFound || r.fp.Submits() != 0 {
+		t.Fatalf("a refused body left a record (%d) or a submission (%d)", g.status, r.fp.Submits())
+	}
+	if a := r.do("POST", "/v1/operations", agentToken, deep(64)); a.status != http.StatusCreated {
+		t.Fatalf("64 deep: %d %s", a.status, a.body)
 	}
 }

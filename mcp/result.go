@@ -38,14 +38,15 @@ func (s *server) addResult(srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolGetResult,
 		Title:        "Fetch a succeeded job's result",
-		Description:  `Fetch the result of a succeeded operation from the provider through the contract's result.fetch call (e.g. OpenAI's output file, Anthropic's results JSONL), and return it as text. Allowed only once the operation's phase is succeeded; earlier it is refused and nothing is sent. Each call is a new provider request, recorded in the operation's audit with its size and sha256. A result that is not UTF-8 text, or larger than ` + fmt.Sprint(maxInlineResult>>10) + ` KiB, is not returned: the answer tells its size and digest, and how a person can fetch it (pollwarden result, or GET /v1/operations/{id}/result).`,
+		Description:  `Fetch the result of a succeeded operation from the provider through the contract's result.fetch call (e.g. OpenAI's output file, Anthropic's results JSONL), and return it as text. Allowed only once the operation's phase is succeeded; earlier it is refused and nothing is sent. Each call is a new provider request, recorded in the operation's audit with its size and sha256. A result that is not UTF-8 text is not returned (the answer tells its size and digest); one larger than ` + fmt.Sprint(maxInlineResult>>10) + ` KiB is stopped there, not downloaded whole. Either way the answer says how a person can fetch it (pollwarden result, or GET /v1/operations/{id}/result). The contract's result.fetch.max_fetches bounds the fetches sent for one operation through every door; one more is refused.`,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 		OutputSchema: outputSchema[ResultAnswer](),
 	}, textOnly(s.getResult))
 }
 
 // getResult fetches into a buffer that keeps at most maxInlineResult
-// bytes and counts the rest.
+// bytes: one byte more stops the fetch, so a large result is not
+// downloaded only to be dropped.
 func (s *server) getResult(ctx context.Context, _ *sdk.CallToolRequest, in GetResultIn) (*sdk.CallToolResult, ResultAnswer, error) {
 	op, err := s.get(ctx, in.OperationID)
 	if err != nil {
@@ -54,41 +55,36 @@ func (s *server) getResult(ctx context.Context, _ *sdk.CallToolRequest, in GetRe
 	var buf cappedBuffer
 	res, err := s.ops.FetchResult(ctx, operations.ResultParams{Caller: s.who(ctx), ID: op.ID}, &buf)
 	switch {
+	case buf.over:
+		return nil, ResultAnswer{}, fmt.Errorf("the result of %s is larger than the %d bytes an answer here carries, so its fetch was stopped there (recorded in the audit); a person can fetch it whole with `pollwarden result %s --out FILE` or GET /v1/operations/%s/result",
+			op.ID, maxInlineResult, op.ID, op.ID)
 	case errors.Is(err, operations.ErrResultFailed):
 		return nil, ResultAnswer{}, err
 	case err != nil:
 		return nil, ResultAnswer{}, toolError(err)
 	}
 	ans := ResultAnswer{OperationID: op.ID, Bytes: res.Bytes, SHA256: res.SHA256, URL: res.URL}
-	if buf.over || !utf8.Valid(buf.b.Bytes()) {
-		what := "is not UTF-8 text"
-		if buf.over {
-			what = fmt.Sprintf("is larger than the %d bytes an answer here carries", maxInlineResult)
-		}
-		return nil, ResultAnswer{}, fmt.Errorf("the result of %s was fetched (%d bytes, sha256 %s, recorded in the audit) but %s; a person can fetch it with `pollwarden result %s --out FILE` or GET /v1/operations/%s/result",
-			op.ID, res.Bytes, res.SHA256, what, op.ID, op.ID)
+	if !utf8.Valid(buf.b.Bytes()) {
+		return nil, ResultAnswer{}, fmt.Errorf("the result of %s was fetched (%d bytes, sha256 %s, recorded in the audit) but is not UTF-8 text; a person can fetch it with `pollwarden result %s --out FILE` or GET /v1/operations/%s/result",
+			op.ID, res.Bytes, res.SHA256, op.ID, op.ID)
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: buf.b.String()}}}, ans, nil
 }
 
-// cappedBuffer keeps the first maxInlineResult bytes written and notes
-// that more came; it never refuses a write, so the fetch runs to its end
-// and its size and digest are recorded.
+// errInlineFull stops a fetch whose result will not fit an answer.
+var errInlineFull = fmt.Errorf("the result is larger than the %d bytes an MCP answer carries", maxInlineResult)
+
+// cappedBuffer keeps the first maxInlineResult bytes written; a write past
+// them is refused, which stops the fetch there.
 type cappedBuffer struct {
 	b    bytes.Buffer
 	over bool
 }
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := maxInlineResult - c.b.Len(); room > 0 {
-		if len(p) > room {
-			c.b.Write(p[:room])
-			c.over = true
-		} else {
-			c.b.Write(p)
-		}
-	} else if len(p) > 0 {
+	if len(p) > maxInlineResult-c.b.Len() {
 		c.over = true
+		return 0, errInlineFull
 	}
-	return len(p), nil
+	return c.b.Write(p)
 }

@@ -355,6 +355,8 @@ func (p CreateParams) submitProblems(ct *pollwarden.Contract, varsOK bool, vars 
 		probs.add("submit.body", "%s is required: the JSON body of the submission", p.name("submit.body"))
 	case !json.Valid(b):
 		probs.add("submit.body", "%s is not valid JSON", p.name("submit.body"))
+	case jsonDepth(b) > maxBodyDepth:
+		probs.add("submit.body", "%s nests %d levels deep; at most %d", p.name("submit.body"), jsonDepth(b), maxBodyDepth)
 	}
 	if ct.Submit != nil && varsOK {
 		if _, err := contract.SubmitURL(ct, vars); err != nil {

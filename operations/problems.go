@@ -27,6 +27,9 @@ const (
 	Forbidden Kind = "forbidden"
 	// Unauthenticated: the request carries no identity at all.
 	Unauthenticated Kind = "unauthenticated"
+	// Exhausted: a budget of the operation is spent (its result fetches),
+	// so the request would send what the contract does not allow.
+	Exhausted Kind = "exhausted"
 )
 
 // Problem is one thing wrong with a request: the field it is about (as

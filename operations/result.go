@@ -25,6 +25,8 @@ type ResultParams struct {
 // sent it is refused as a conflict (not succeeded yet, no result.fetch, a
 // URL off the contract's origins); a fetch that fails once sent is
 // ErrResultFailed, with res.Written telling whether any byte reached w.
+// Once the contract's max_fetches were sent, a fetch is refused as
+// Exhausted, recorded, and sends nothing.
 func (s *Service) FetchResult(ctx context.Context, p ResultParams, w io.Writer) (controller.ResultFetch, error) {
 	op, err := s.visible(ctx, p.Caller, p.ID)
 	if err != nil {
@@ -40,6 +42,8 @@ func (s *Service) FetchResult(ctx context.Context, p ResultParams, w io.Writer) 
 		return res, err
 	case errors.Is(err, controller.ErrResultRefused):
 		return res, refuse(Conflict, "", "%s", err.Error())
+	case errors.Is(err, controller.ErrResultLimit):
+		return res, refuse(Exhausted, "", "%s", err.Error())
 	case errors.Is(err, pollwarden.ErrNotFound):
 		return res, notFound(p.ID)
 	}

@@ -23,11 +23,28 @@ func CanFetchResult(op *pollwarden.Operation, c *pollwarden.Contract) error {
 	return nil
 }
 
-// ResultFetchStarted is the event written before the fetch is sent: who
-// asked, and where it goes (a URL with no secret in it).
-func ResultFetchStarted(op *pollwarden.Operation, actor pollwarden.Actor, url string, now time.Time) pollwarden.Event {
-	return pollwarden.Event{OperationID: op.ID, At: now, Kind: pollwarden.EventResultFetchStarted,
-		Data: pollwarden.EventData{Actor: &actor, URL: url}}
+// StartResultFetch counts one more result fetch on op before it is sent,
+// and returns the event that records it: who asked, and where it goes (a
+// URL with no secret in it). Once the contract's max_fetches were sent,
+// nothing is counted and the event records the refusal instead; sent is
+// then false and nothing may leave.
+func StartResultFetch(op *pollwarden.Operation, c *pollwarden.Contract, actor pollwarden.Actor, url string, now time.Time) (e pollwarden.Event, sent bool) {
+	limit := c.ResultFetch.FetchLimit()
+	d := pollwarden.EventData{Actor: &actor, URL: url}
+	if op.ResultFetchesSent >= limit {
+		d.Detail = FetchLimitReached(op, limit)
+		return pollwarden.Event{OperationID: op.ID, At: now, Kind: pollwarden.EventResultFetchRefused, Data: d}, false
+	}
+	op.ResultFetchesSent++
+	d.Detail = fmt.Sprintf("result fetch %d of %d", op.ResultFetchesSent, limit)
+	return pollwarden.Event{OperationID: op.ID, At: now, Kind: pollwarden.EventResultFetchStarted, Data: d}, true
+}
+
+// FetchLimitReached says why a result fetch was refused: every fetch the
+// contract allows for op was sent.
+func FetchLimitReached(op *pollwarden.Operation, limit int) string {
+	return fmt.Sprintf("operation %s has sent its %d of %d result fetches (result.fetch.max_fetches); nothing sent. Fetch it once to a file (pollwarden result %s --out FILE) and keep that copy",
+		op.ID, op.ResultFetchesSent, limit, op.ID)
 }
 
 // FetchOutcome is how a result fetch ended, as the record keeps it.

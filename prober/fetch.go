@@ -191,41 +191,62 @@ func (p *Prober) fetchOne(ctx context.Context, c *pollwarden.Contract, fr FetchR
 }
 
 // stream copies body to w in chunks, hashing and counting what it writes,
-// and stops at the bound or at any of the credential's secrets.
+// and stops at the bound or at any of the credential's secrets in any form
+// the status path checks. What could still turn out to be the start of a
+// secret is held back until a later read decides it, so nothing of a
+// secret is written, however the provider splits or escapes it.
 func stream(ctx context.Context, body io.Reader, w io.Writer, secrets []string, bound int64, timeout time.Duration, resp FetchResponse) FetchResponse {
-	keep := 0
-	for _, s := range secrets {
-		keep = max(keep, len(s)-1)
-	}
+	g := newGuard(secrets)
 	h := sha256.New()
 	buf := make([]byte, 32<<10)
-	var tail []byte
+	var held []byte
+	var read int64
+	// hand writes the held bytes up to decided (a stream offset).
+	hand := func(decided int64) bool {
+		n := int(decided - resp.Bytes)
+		if n <= 0 {
+			return true
+		}
+		if _, err := w.Write(held[:n]); err != nil {
+			resp.Problem = "writing the result: " + err.Error()
+			return false
+		}
+		resp.Written = true
+		h.Write(held[:n])
+		resp.Bytes += int64(n)
+		held = append(held[:0], held[n:]...)
+		return true
+	}
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
-			chunk := buf[:n]
-			if resp.Bytes+int64(n) > bound {
+			if read+int64(n) > bound {
 				resp.TooLarge = true
 				resp.Problem = fmt.Sprintf("the result passed the contract's max_bytes %d; stopped, not a whole result", bound)
 				break
 			}
-			if keep > 0 {
-				seen := append(tail, chunk...)
-				if holdsAny(seen, secrets) {
-					resp.Problem = "the result holds the contract's credential; stopped before it"
+			read += int64(n)
+			held = append(held, buf[:n]...)
+			decided := read
+			if g != nil {
+				var err error
+				if decided, err = g.feed(buf[:n], false); err != nil {
+					resp.Problem = err.Error()
 					break
 				}
-				tail = append(tail[:0], seen[max(0, len(seen)-keep):]...)
 			}
-			if _, err := w.Write(chunk); err != nil {
-				resp.Problem = "writing the result: " + err.Error()
+			if !hand(decided) {
 				break
 			}
-			resp.Written = true
-			h.Write(chunk)
-			resp.Bytes += int64(n)
 		}
 		if errors.Is(rerr, io.EOF) {
+			if g != nil {
+				if _, err := g.feed(nil, true); err != nil {
+					resp.Problem = err.Error()
+					break
+				}
+			}
+			hand(read)
 			break
 		}
 		if rerr != nil {
@@ -238,12 +259,13 @@ func stream(ctx context.Context, body io.Reader, w io.Writer, secrets []string, 
 	return resp
 }
 
-// holdsAny reports whether b holds one of the (non-empty) secrets.
-func holdsAny(b []byte, secrets []string) bool {
-	for _, s := range secrets {
-		if s != "" && bytes.Contains(b, []byte(s)) {
-			return true
-		}
+// holdsSecret reports whether b, a whole answer, holds one of the secrets
+// in any form the stream guard finds.
+func holdsSecret(b []byte, secrets []string) error {
+	g := newGuard(secrets)
+	if g == nil {
+		return nil
 	}
-	return false
+	_, err := g.feed(b, true)
+	return err
 }

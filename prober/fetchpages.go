@@ -72,8 +72,8 @@ func (p *Prober) fetchPages(ctx context.Context, c *pollwarden.Contract, req Fet
 				return resp
 			}
 		}
-		if holdsAny(raw, secrets) || decodedHoldsAny(raw, secrets) {
-			resp.Problem = "the result holds the contract's credential; stopped before it"
+		if err := holdsSecret(raw, secrets); err != nil {
+			resp.Problem = err.Error()
 			return resp
 		}
 		if _, err := w.Write(raw); err != nil {
@@ -95,25 +95,5 @@ func (p *Prober) fetchPages(ctx context.Context, c *pollwarden.Contract, req Fet
 			return resp
 		}
 		token = next
-	}
-}
-
-// decodedHoldsAny reports whether a JSON answer holds one of the secrets
-// in a string once decoded: a provider may echo it JSON-escaped
-// ("\u0074ok…"), which the raw bytes do not show. An answer read whole
-// (a page) can be checked so; a streamed one only raw.
-func decodedHoldsAny(raw []byte, secrets []string) bool {
-	if len(secrets) == 0 || !bytes.Contains(raw, []byte(`\`)) {
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if s, ok := tok.(string); ok && holdsAny([]byte(s), secrets) {
-			return true
-		}
 	}
 }

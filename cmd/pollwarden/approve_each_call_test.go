@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // sensitiveProvider answers "running" to every status GET and counts
@@ -154,4 +155,66 @@ func TestCLIDecideApprovesOneCall(t *testing.T) {
 		t.Fatalf("provider saw %d, record used %v; want exactly one request per approval", n, out["status_requests_used"])
 	}
 	assertNoCanary(t, dir, w1, d, w2)
+}
+
+// TestServeRefusesApproveEachCallForSubmitAndResult: the attack of a
+// submission and result fetches sent under a credential marked
+// approve_each_call with no approval. A contract that combines the mark
+// with submit or result.fetch is refused by serve (exit 2, naming the
+// section and its line) and by contract check, so nothing under it can
+// reach the provider.
+func TestServeRefusesApproveEachCallForSubmitAndResult(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int32
+	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"j-1","state":"succeeded","out":"f1"}`)
+	}))
+	t.Cleanup(prov.Close)
+	for _, tc := range []struct{ name, extra, where string }{
+		{"submit", "submit: {url: \"" + prov.URL + "/jobs\", job_id_path: id}\n", "line 7: submit"},
+		{"result", "result:\n  require: [{path: out, kind: string}]\n  fetch: {url: \"" + prov.URL + "/files/{out}\", max_bytes: 1000}\n", "line 9: result.fetch"},
+	} {
+		dir := t.TempDir()
+		cdir := filepath.Join(dir, "contracts")
+		if err := os.Mkdir(cdir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cf := filepath.Join(cdir, "marked.yaml")
+		if err := os.WriteFile(cf, []byte(fmt.Sprintf(`version: 1
+name: marked
+status:
+  url: "%s/jobs/{job_id}"
+  credential: {header: Authorization, scheme: Bearer, secret: "env:PROC_TOKEN", approve_each_call: true}
+state: {path: state, pending: [running], success: [succeeded], failure: [failed]}
+%s`, prov.URL, tc.extra)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tokens := filepath.Join(dir, "tokens.yaml")
+		if err := os.WriteFile(tokens, []byte(fmt.Sprintf("tokens:\n  - {name: build-agent, role: agent, sha256: %q}\n", sum("agent-token"))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"), "--contracts", cdir, "--tokens", tokens)
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+			t.Fatalf("%s: serve started with a contract that sends an approve_each_call credential unapproved\n%s", tc.name, p.stderr.String())
+		}
+		msg := p.stderr.String()
+		if p.cmd.ProcessState.ExitCode() != 2 || !strings.Contains(msg, tc.where) || !strings.Contains(msg, "approve_each_call") {
+			t.Fatalf("%s: serve exit %d, %s", tc.name, p.cmd.ProcessState.ExitCode(), msg)
+		}
+		check := start(t, "contract", "check", cf)
+		if code := check.exitCode(t); code == 0 || !strings.Contains(check.stdout.String()+check.stderr.String(), "approve_each_call") {
+			t.Fatalf("%s: contract check exit %d: %s %s", tc.name, code, check.stdout.String(), check.stderr.String())
+		}
+	}
+	if n := sent.Load(); n != 0 {
+		t.Fatalf("%d requests reached the provider", n)
+	}
 }
