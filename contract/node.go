@@ -350,3 +350,30 @@ func (o *object) strs(key string) []item {
 	}
 	return out
 }
+
+// firstAlias returns the first alias node of n's tree, nil when there is
+// none. Aliases are refused before anything follows them: a small file of
+// nested aliases expands to billions of nodes (an "alias bomb"). The walk
+// never follows an alias, so it is linear in the size of the text.
+func firstAlias(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := firstAlias(c); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// anchorName cuts an anchor's name short for a message.
+func anchorName(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
