@@ -60,6 +60,10 @@ type Options struct {
 	// Recheck is how often a live page re-reads the store, to see changes
 	// made by other processes; default 3 s.
 	Recheck time.Duration
+	// SecureCookies marks every cookie Secure even on a plain connection:
+	// set when people reach the console over https (serve --public-url
+	// https://…) through a TLS proxy.
+	SecureCookies bool
 }
 
 // Console is the console's http.Handler. It is safe for concurrent use.
@@ -75,6 +79,7 @@ type Console struct {
 	now       func() time.Time
 	log       *slog.Logger
 	recheck   time.Duration
+	secure    bool
 	sessions  *sessions
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -91,7 +96,7 @@ func New(opts Options) *Console {
 	}
 	c := &Console{ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, tokens: opts.Tokens,
 		changes: opts.Changes, now: opts.Now, log: opts.Logger, recheck: opts.Recheck,
-		done: make(chan struct{})}
+		secure: opts.SecureCookies, done: make(chan struct{})}
 	c.ops = operations.New(operations.Options{Controller: opts.Controller, Contracts: opts.Contracts})
 	if c.now == nil {
 		c.now = time.Now
