@@ -91,7 +91,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 		return nil, []Problem{{Line: 1, Msg: "empty file: expected a contract (a mapping with version, name, status, state, …)"}}
 	}
 	if a := firstAlias(&doc); a != nil {
-		return nil, []Problem{{Line: a.Line, Msg: "YAML alias *"+anchorName(a.Value)+": a contract may not use aliases (a few bytes of them can stand for billions of values); write the value out"}}
+		return nil, []Problem{{Line: a.Line, Msg: "YAML alias *" + anchorName(a.Value) + ": a contract may not use aliases (a few bytes of them can stand for billions of values); write the value out"}}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
