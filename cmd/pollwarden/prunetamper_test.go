@@ -29,7 +29,9 @@ func TestAuditVerifyCatchesPrunedMarkerOutOfPlace(t *testing.T) {
 	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"done","contract":"proc-test","job_id":"job-done"}`, 201)
 	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"esc","contract":"proc-test","job_id":"`+jobA+`","max_status_requests":1}`, 201)
 	phaseIs := func(id, phase string) func() bool {
-		return func() bool { return call(t, base, tokA, "GET", "/v1/operations/"+id+"?wait=5s", "", 200)["phase"] == phase }
+		return func() bool {
+			return call(t, base, tokA, "GET", "/v1/operations/"+id+"?wait=5s", "", 200)["phase"] == phase
+		}
 	}
 	waitFor(t, "done to succeed", phaseIs("done", "succeeded"))
 	waitFor(t, "esc to escalate", phaseIs("esc", "escalated"))
