@@ -77,6 +77,11 @@ func testPrune(t *testing.T, s pollwarden.Store) {
 			t.Fatalf("OperationGet(%q) after the prune: %v (pruned %v)", id, err, o.pruned)
 		}
 	}
+	if pc, ok := s.(audit.PrunedChecker); ok {
+		if ce, err := pc.PrunedMisplaced(t.Context()); ce != nil || err != nil {
+			t.Fatalf("a real prune's markers reported out of place: %v %v", ce, err)
+		}
+	}
 	if again, err := p.OperationPrune(t.Context(), pollwarden.PruneParams{FinishedBefore: cutoff}); err != nil || again.Operations != 0 {
 		t.Fatalf("second prune: %+v %v", again, err)
 	}

@@ -14,12 +14,13 @@ import (
 )
 
 // TestAuditVerifyCatchesPrunedMarkerOutOfPlace: a real serve records an
-// approver's decision on an operation that is escalated again, and a
-// finished operation is pruned (real ops prune). In copies of the SQLite
-// file, with the append-only triggers dropped, the decision is blanked to
-// the pruned marker; then the whole escalated operation is blanked and its
-// record deleted; then a pruned operation's finishing event has its kind
-// and time rewritten. `pollwarden audit verify` (real process) reports
+// approver's decision on an operation that is escalated again, another
+// operation escalates, and a finished one is pruned (real ops prune). In
+// copies of the SQLite file, with the append-only triggers dropped: the
+// decision is blanked to the pruned marker, alone and with every event of
+// its operation; the other escalated operation is blanked whole and its
+// record deleted; a pruned operation's finishing event has its kind and
+// time rewritten. `pollwarden audit verify` (real process) reports
 // each copy broken, naming the operation; the untouched store verifies.
 func TestAuditVerifyCatchesPrunedMarkerOutOfPlace(t *testing.T) {
 	t.Parallel()
@@ -33,7 +34,9 @@ func TestAuditVerifyCatchesPrunedMarkerOutOfPlace(t *testing.T) {
 			return call(t, base, tokA, "GET", "/v1/operations/"+id+"?wait=5s", "", 200)["phase"] == phase
 		}
 	}
+	call(t, base, tokA, "POST", "/v1/operations", `{"operation_id":"esc2","contract":"proc-test","job_id":"`+jobA+`","max_status_requests":1}`, 201)
 	waitFor(t, "done to succeed", phaseIs("done", "succeeded"))
+	waitFor(t, "esc2 to escalate", phaseIs("esc2", "escalated"))
 	waitFor(t, "esc to escalate", phaseIs("esc", "escalated"))
 	call(t, base, tokApp, "POST", "/v1/operations/esc/decisions", `{"option":"extend","note":"one more look"}`, 200)
 	waitFor(t, "esc to escalate again", phaseIs("esc", "escalated"))
@@ -65,10 +68,12 @@ func TestAuditVerifyCatchesPrunedMarkerOutOfPlace(t *testing.T) {
 	}{
 		{"an approver's decision blanked", "esc", []string{
 			"UPDATE events SET payload = CAST('pruned' AS BLOB) WHERE operation_id = 'esc' AND kind = 'decision'"}},
-		{"the escalated operation blanked and its record deleted", "esc", []string{
-			"UPDATE events SET payload = CAST('pruned' AS BLOB) WHERE operation_id = 'esc'",
-			"DELETE FROM operations WHERE id = 'esc'"}},
-		{"a pruned finishing event's kind and time rewritten", "done", []string{
+		{"the decision blanked with every event of its operation", "esc", []string{
+			"UPDATE events SET payload = CAST('pruned' AS BLOB) WHERE operation_id = 'esc'"}},
+		{"an escalated operation blanked and its record deleted", "esc2", []string{
+			"UPDATE events SET payload = CAST('pruned' AS BLOB) WHERE operation_id = 'esc2'",
+			"DELETE FROM operations WHERE id = 'esc2'"}},
+		{"a pruned operation's finishing event rewritten", "done", []string{
 			"UPDATE events SET kind = 'state_changed', at = '2001-01-01T00:00:00Z' WHERE operation_id = 'done' AND kind IN ('succeeded', 'finished')"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

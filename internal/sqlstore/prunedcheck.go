@@ -19,7 +19,10 @@ var prunedChecks = []struct{ where, why string }{
 		"the payload is marked pruned but the operation still has its record: a prune removes the record with the payloads"},
 	{"EXISTS (SELECT 1 FROM events u WHERE u.operation_id = e.operation_id AND u.payload <> ?)",
 		"the payload is marked pruned but other events of the operation are not: a prune drops every payload of an operation"},
-	{"NOT EXISTS (SELECT 1 FROM events f WHERE f.operation_id = e.operation_id AND f.kind IN ('succeeded', 'finished'))",
+	// Every way to a finished phase records one of these kinds: a
+	// success, a finish (failure, cancel, expiry, refused submission) or
+	// a decision (abandon, and a default applied at expiry).
+	{"NOT EXISTS (SELECT 1 FROM events f WHERE f.operation_id = e.operation_id AND f.kind IN ('succeeded', 'finished', 'decision'))",
 		"the payload is marked pruned but the operation never finished: only a finished operation is pruned"},
 }
 
