@@ -54,7 +54,7 @@ func TestContractCheckRefusesAliasBomb(t *testing.T) {
 	if !ok || ee.ExitCode() != 2 {
 		t.Fatalf("contract check: %v, want exit 2: %s", err, out)
 	}
-	if !strings.Contains(string(out), "bomb.yaml: line 2") || !strings.Contains(string(out), "may not use aliases") {
+	if !strings.Contains(string(out), "bomb.yaml: line 5") || !strings.Contains(string(out), "alias bomb") {
 		t.Fatalf("the refusal does not name the file, line and cause: %s", out)
 	}
 }
@@ -80,7 +80,7 @@ func TestServeReloadRefusesAliasBomb(t *testing.T) {
 	waitForWithin(t, bombLimit, "the reload to be refused", func() bool {
 		return strings.Contains(p.stderr.String(), "reload refused")
 	})
-	if !strings.Contains(p.stderr.String(), "may not use aliases") {
+	if !strings.Contains(p.stderr.String(), "alias bomb") {
 		t.Fatalf("the refusal does not name its cause: %s", p.stderr.String())
 	}
 	call(t, base, "agent-token", "POST", "/v1/operations", `{"contract":"proc-test","job_id":"j1"}`, 201)
