@@ -60,7 +60,9 @@ webhook-timestamp, webhook-signature), sent from a durable outbox in the
 store, retried with backoff and jitter, at least once across restarts. The
 file is read at start (SIGHUP does not reload it). An endpoint with
 format: slack or format: email gets each escalation, reminder and expiry as
-a decision request for a person, with links to console_url. A contract's
+a decision request for a person, with links to console_url (or to
+--public-url, the address people reach the daemon at; https:// there also
+makes every console cookie Secure behind a TLS proxy). A contract's
 escalation.remind_after and expire_after are run by serve with or without
 --webhooks. See docs/webhooks.md.
 
