@@ -22,4 +22,8 @@ var (
 	// not allow it now (an extension request on a finished operation);
 	// a door answers it as a conflict with the caller's view of the record.
 	ErrPhase = errors.New("not allowed in this phase")
+	// ErrPruned: the id is a pruned operation's. Its record is gone but
+	// its trail stays in the chain, so the id stays taken: a create under
+	// it fails, and no door tells it from an id someone else holds.
+	ErrPruned = errors.New("operation id belongs to a pruned operation")
 )

@@ -176,8 +176,8 @@ type Pruner interface {
 	// (succeeded, failed, cancelled or expired) before p.FinishedBefore,
 	// each with its events' payloads, in transactions of a bounded size.
 	// A waiting, submitting, escalated or cancelling operation is never
-	// pruned. A pruned operation's id may be used again: its new events
-	// follow the pruned ones in its seq.
+	// pruned. A pruned operation's id stays taken: OperationCreate under
+	// it fails with ErrPruned.
 	OperationPrune(ctx context.Context, p PruneParams) (PruneResult, error)
 }
 

@@ -9,14 +9,25 @@ import (
 
 // Problems a ChainError reports.
 const (
-	ProblemGap      = "pos gap"            // positions are missing: events were deleted
-	ProblemOrder    = "pos out of order"   // a position repeats or goes back
-	ProblemPrevHash = "prev_hash mismatch" // the event does not point at its predecessor
-	ProblemHash     = "hash mismatch"      // the event's content does not match its hash
-	ProblemSeq      = "seq gap"            // an operation's seq is missing, repeated or out of order
-	ProblemHead     = "head not found"     // the known head is not in the store: the tail was cut
-	ProblemAnchor   = "anchor mismatch"    // the store disagrees with a signed anchor
+	ProblemGap      = "pos gap"             // positions are missing: events were deleted
+	ProblemOrder    = "pos out of order"    // a position repeats or goes back
+	ProblemPrevHash = "prev_hash mismatch"  // the event does not point at its predecessor
+	ProblemHash     = "hash mismatch"       // the event's content does not match its hash
+	ProblemSeq      = "seq gap"             // an operation's seq is missing, repeated or out of order
+	ProblemHead     = "head not found"      // the known head is not in the store: the tail was cut
+	ProblemAnchor   = "anchor mismatch"     // the store disagrees with a signed anchor
+	ProblemPruned   = "pruned out of place" // a payload marked pruned where no prune puts one
 )
+
+// PrunedChecker is the part of a store that finds pruned payloads no
+// prune could have left (see Pruned): a prune blanks every event of a
+// finished operation and removes its record, so a pruned event whose
+// operation still has a record, keeps an unpruned event or never finished
+// was blanked by hand. It needs the records, so it is the store's; the
+// first such event is returned, nil when there is none.
+type PrunedChecker interface {
+	PrunedMisplaced(ctx context.Context) (*ChainError, error)
+}
 
 // ChainError names the first event that breaks the chain and why. Pos is 0
 // when no event can be named (an empty store that should not be).

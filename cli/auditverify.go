@@ -70,6 +70,16 @@ operation, seq, pos, and why) or an anchor's signature is invalid ·
 				}
 				return err
 			}
+			if pc, ok := st.(audit.PrunedChecker); ok && v.Pruned() > 0 {
+				ce, err := pc.PrunedMisplaced(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if ce != nil {
+					fmt.Fprintf(env.Stdout, "BROKEN: the chain links, but an event is marked pruned where no prune puts it\n")
+					return &exitError{code: ExitInternal, err: ce}
+				}
+			}
 			pruned := ""
 			if v.Pruned() > 0 {
 				pruned = fmt.Sprintf(" (%d pruned: payload dropped, hash kept)", v.Pruned())

@@ -23,7 +23,10 @@ place, kind, time and hashes, and only its payload is dropped, so 'pollwarden
 audit verify' still checks the whole chain and still detects an edited,
 deleted, inserted or reordered event among those left. 'audit show' of a
 pruned operation says how many of its events were pruned. A pruned
-operation's id may be used again; its new events follow the pruned ones.
+operation's id stays taken: creating it again is refused as for an id
+someone else holds, and through the API it reads as an id that does not
+exist. 'audit verify' reports a payload marked pruned on an operation that
+still has its record, keeps an unpruned event, or never finished.
 Write down 'pollwarden audit head' (or an anchor) before a prune if you
 keep one: a head recorded earlier still verifies afterwards.
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ type serveFlags struct {
 	readTimeout                                                    time.Duration
 	pruneOlderThan                                                 string
 	cpuProfile                                                     string
+	publicURL                                                      string
 }
 
 func serveCmd(env Env) *cobra.Command {
@@ -59,7 +61,9 @@ webhook-timestamp, webhook-signature), sent from a durable outbox in the
 store, retried with backoff and jitter, at least once across restarts. The
 file is read at start (SIGHUP does not reload it). An endpoint with
 format: slack or format: email gets each escalation, reminder and expiry as
-a decision request for a person, with links to console_url. A contract's
+a decision request for a person, with links to console_url (or to
+--public-url, the address people reach the daemon at; https:// there also
+makes every console cookie Secure behind a TLS proxy). A contract's
 escalation.remind_after and expire_after are run by serve with or without
 --webhooks. See docs/webhooks.md.
 
@@ -98,6 +102,7 @@ See docs/tracing.md.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "least severe log lines written to stderr (JSON): debug, info, warn or error")
 	fl.DurationVar(&f.readTimeout, "read-timeout", DefaultReadTimeout, "a request's headers and body must arrive within this, or the connection is closed")
 	fl.IntVar(&f.maxConns, "max-connections", DefaultMaxConnections, "connections served at once; more wait to be accepted")
+	fl.StringVar(&f.publicURL, "public-url", "", "the address people reach the daemon at (https://… behind a TLS proxy): links in notifications use it; https makes every console cookie Secure")
 	fl.StringVar(&f.pruneOlderThan, "prune-older-than", "", "prune, on a schedule, the records of operations finished longer ago than this (30d, 720h); see pollwarden ops prune")
 	otlpFlag(fl, &f.otlpEndpoint)
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the daemon to this file until it stops (for go tool pprof)")
@@ -117,6 +122,13 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--read-timeout must be positive, got %s", f.readTimeout))
 	case f.maxConns < 1:
 		return usage(fmt.Errorf("--max-connections must be at least 1, got %d", f.maxConns))
+	}
+	publicURL := ""
+	if f.publicURL != "" {
+		var err error
+		if publicURL, err = parsePublicURL(f.publicURL); err != nil {
+			return usage(err)
+		}
 	}
 	var pruneAge time.Duration
 	if f.pruneOlderThan != "" {
@@ -141,6 +153,12 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 	if f.webhooks != "" {
 		if hooks, err = env.loadWebhooks(f.webhooks); err != nil {
 			return usage(err)
+		}
+		if publicURL != "" {
+			if hooks.ConsoleURL != "" && hooks.ConsoleURL != publicURL {
+				return usage(fmt.Errorf("--public-url %s and the webhooks file's console_url %s disagree: links would go to one and people to the other; keep one", publicURL, hooks.ConsoleURL))
+			}
+			hooks.ConsoleURL = publicURL
 		}
 	}
 	defer serveGC(env.Getenv)()
@@ -172,7 +190,7 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		go pruneLoop(pctx, st, pruneAge, log)
 	}
 	return serve(ctx, env, newLimitListener(ln, f.maxConns), st, set, reloadable{tokens: tokens, tokensPath: f.tokens},
-		hooks, f.concurrency, f.readTimeout, log, tr)
+		hooks, strings.HasPrefix(publicURL, "https://"), f.concurrency, f.readTimeout, log, tr)
 }
 
 // serve wires the daemon: one controller shared by the API and the
@@ -180,7 +198,7 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 // scheduler, the webhook dispatcher when hooks is set, and signals for
 // reload and shutdown.
 func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable,
-	hooks *webhook.Config, concurrency int, readTimeout time.Duration, log *slog.Logger, tr *tracing.Tracing) error {
+	hooks *webhook.Config, secureCookies bool, concurrency int, readTimeout time.Duration, log *slog.Logger, tr *tracing.Tracing) error {
 	tokens := rl.tokens
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
@@ -213,7 +231,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 		ProgressEvery: env.progress()}), tokens, log)
 	mux := http.NewServeMux()
 	mux.Handle(pwmcp.Path, mcpHandler)
-	ui := console.New(console.Options{Ops: ops, Tokens: tokens, Logger: log})
+	ui := console.New(console.Options{Ops: ops, Tokens: tokens, Logger: log, SecureCookies: secureCookies})
 	mux.Handle(console.Path, ui)
 	mux.HandleFunc("GET /{$}", console.RedirectRoot)
 	mux.Handle("/", httpapi.NewHandler(httpapi.Options{Ops: ops, Tokens: tokens, Logger: log, Registry: reg,

@@ -43,6 +43,10 @@ type Options struct {
 	Logger *slog.Logger
 	// SessionTTL is how long a sign-in lasts; default 8 hours.
 	SessionTTL time.Duration
+	// SecureCookies marks every cookie Secure even on a plain connection:
+	// set when people reach the console over https (serve --public-url
+	// https://…) through a TLS proxy.
+	SecureCookies bool
 }
 
 // Console is the console's http.Handler. It is safe for concurrent use.
@@ -54,6 +58,7 @@ type Console struct {
 	now      func() time.Time
 	log      *slog.Logger
 	recheck  time.Duration
+	secure   bool
 	sessions *sessions
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
@@ -69,7 +74,7 @@ func New(opts Options) *Console {
 		panic("console.New: Ops and Tokens are required")
 	}
 	c := &Console{ops: opts.Ops, tokens: opts.Tokens, now: opts.Ops.Clock().Now, log: opts.Logger,
-		recheck: opts.Ops.Recheck(), done: make(chan struct{})}
+		recheck: opts.Ops.Recheck(), secure: opts.SecureCookies, done: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

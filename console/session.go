@@ -119,10 +119,13 @@ func (c *Console) who(r *http.Request) (viewer, bool) {
 }
 
 // cookie builds a console cookie: HttpOnly (no script reads it),
-// SameSite=Strict (no other site's page sends it), Secure behind TLS.
-func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
+// SameSite=Strict (no other site's page sends it), Secure behind TLS: on
+// a TLS connection, or always when people reach the daemon over https
+// through a proxy (Options.SecureCookies), where the daemon itself sees
+// plain http and a cookie without Secure could leak over http.
+func (c *Console) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: Path, MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || c.secure}
 }
 
 // sameToken compares CSRF tokens in constant time; an empty one never
@@ -143,7 +146,7 @@ func parseForm(w http.ResponseWriter, r *http.Request) bool {
 // signinPage shows the sign-in form with a fresh pre-session CSRF token.
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, problem string) {
 	csrf := randomID()
-	http.SetCookie(w, cookie(r, signinCookie, csrf, 600))
+	http.SetCookie(w, c.cookie(r, signinCookie, csrf, 600))
 	next := ""
 	if r.Method == http.MethodGet && r.URL.Path != Path {
 		next = r.URL.RequestURI()
@@ -178,8 +181,8 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, sess := c.sessions.create(token)
-	http.SetCookie(w, cookie(r, sessionCookie, id, int(sess.expires.Sub(c.now()).Seconds())))
-	http.SetCookie(w, cookie(r, signinCookie, "", -1))
+	http.SetCookie(w, c.cookie(r, sessionCookie, id, int(sess.expires.Sub(c.now()).Seconds())))
+	http.SetCookie(w, c.cookie(r, signinCookie, "", -1))
 	http.Redirect(w, r, returnTo(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
@@ -190,7 +193,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.sessions.drop(v.id)
-	http.SetCookie(w, cookie(r, sessionCookie, "", -1))
+	http.SetCookie(w, c.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, Path, http.StatusSeeOther)
 }
 

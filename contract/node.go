@@ -350,3 +350,71 @@ func (o *object) strs(key string) []item {
 	}
 	return out
 }
+
+// maxExpanded bounds the values a contract's aliases stand for, counted as
+// if each alias were written out: far more than any contract needs, far
+// less than the billions a few hundred bytes of nested aliases (an "alias
+// bomb") expand to.
+const maxExpanded = 100_000
+
+// aliasBomb walks n's tree in document order without following aliases,
+// adding up what each alias stands for, and returns the alias at which the
+// sum passes maxExpanded; nil when it stays within. Each node's expanded
+// size is computed once, so the walk is linear in the text however large
+// the expansion; a node that contains itself counts as too large.
+func aliasBomb(n *yaml.Node) *yaml.Node {
+	sizes := map[*yaml.Node]int64{}
+	var size func(n *yaml.Node) int64
+	size = func(n *yaml.Node) int64 {
+		if n == nil {
+			return 0
+		}
+		if s, ok := sizes[n]; ok {
+			if s < 0 { // still being counted: it contains itself
+				return maxExpanded + 1
+			}
+			return s
+		}
+		sizes[n] = -1
+		total := int64(1)
+		if n.Kind == yaml.AliasNode {
+			total = size(n.Alias)
+		}
+		for _, c := range n.Content {
+			if total += size(c); total > maxExpanded {
+				break
+			}
+		}
+		total = min(total, maxExpanded+1)
+		sizes[n] = total
+		return total
+	}
+	var sum int64
+	var walk func(n *yaml.Node) *yaml.Node
+	walk = func(n *yaml.Node) *yaml.Node {
+		if n == nil {
+			return nil
+		}
+		if n.Kind == yaml.AliasNode {
+			if sum += size(n.Alias); sum > maxExpanded {
+				return n
+			}
+			return nil
+		}
+		for _, c := range n.Content {
+			if a := walk(c); a != nil {
+				return a
+			}
+		}
+		return nil
+	}
+	return walk(n)
+}
+
+// anchorName cuts an anchor's name short for a message.
+func anchorName(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}

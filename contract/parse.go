@@ -90,6 +90,9 @@ func document(data []byte) (*yaml.Node, []Problem) {
 	if err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(resolve(doc.Content[0])) {
 		return nil, []Problem{{Line: 1, Msg: "empty file: expected a contract (a mapping with version, name, status, state, …)"}}
 	}
+	if a := aliasBomb(&doc); a != nil {
+		return nil, []Problem{{Line: a.Line, Msg: fmt.Sprintf("YAML alias *%s: the file's aliases stand for more than %d values (an alias bomb); write the values out", anchorName(a.Value), maxExpanded)}}
+	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):

@@ -3,6 +3,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
@@ -112,9 +113,27 @@ func pathValueProblem(op byte, val string) string {
 		return "would end the URL's path (it holds ? or #)"
 	}
 	for _, seg := range strings.Split(val, "/") {
-		if seg == "." || seg == ".." {
+		if dotSegment(seg) {
 			return "would change the URL's path (a . or .. segment)"
 		}
 	}
 	return ""
+}
+
+// dotSegment reports whether seg, once percent-decoded as a server
+// would, is or holds a "." or ".." segment: {+…} passes %2e, %2f and %5c
+// through unchanged, and many servers and proxies decode them before
+// resolving the path, so "%2e%2e", ".%2E" and "..%2f" climb out as ".."
+// does. Backslashes count as separators, as some servers take them.
+func dotSegment(seg string) bool {
+	dec, err := url.PathUnescape(seg)
+	if err != nil {
+		dec = seg // a stray % is sent as %25, so nothing decodes it
+	}
+	for _, part := range strings.FieldsFunc(dec, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == "." || part == ".." {
+			return true
+		}
+	}
+	return dec == "." || dec == ".."
 }

@@ -40,9 +40,19 @@ func TestStatusURL(t *testing.T) {
 	// end the path and start a query of the value's choosing.
 	plus := specContract()
 	plus.Status.URL = "https://api.example.com/v1/{+job_id}/status"
-	for _, job := range []string{"a/../admin", "./x", "x?force=true", "x#y"} {
+	for _, job := range []string{"a/../admin", "./x", "x?force=true", "x#y",
+		// Percent-encoded dot segments: servers decode them before
+		// resolving the path.
+		"%2e%2e/admin", ".%2e/admin", "a/%2E%2E/admin", "%2e/x", "a/..%2fadmin", "a/%2e%2e%5cadmin", `a/..\admin`} {
 		if got, err := StatusURL(plus, job); err == nil || !errors.Is(err, pollwarden.ErrInvalid) {
 			t.Errorf("StatusURL({+job_id}, %q) = %q, %v; want an ErrInvalid", job, got, err)
+		}
+	}
+	// Dots that are not a whole segment, and escapes that decode to
+	// something else, stay allowed.
+	for _, job := range []string{"a/..b/c", "v1.2/x", "a/%2e%2ex/c", "a/%41/b"} {
+		if _, err := StatusURL(plus, job); err != nil {
+			t.Errorf("StatusURL({+job_id}, %q): %v; want it allowed", job, err)
 		}
 	}
 }

@@ -135,6 +135,10 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 			}
 		}
 		switch {
+		case errors.Is(err, pollwarden.ErrPruned):
+			// A pruned operation's id: it stays taken, and is answered
+			// as an id someone else holds, never with what it was.
+			return nil, false, errTaken(np.ID)
 		case gerr == nil && errors.Is(err, pollwarden.ErrInvalid):
 			// A resume the stored record refuses (another job, contract
 			// or credential under this id).

@@ -88,3 +88,47 @@ func TestPruneTamperDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestPrunedMarkerOutOfPlace: on PostgreSQL, with the triggers disabled
+// as someone holding the database could, the events of an escalated
+// operation blanked to the pruned marker still link, and PrunedMisplaced
+// (what audit verify asks after the walk) names the first of them.
+func TestPrunedMarkerOutOfPlace(t *testing.T) {
+	schema := freshSchema(t)
+	s := openIn(t, schema, postgres.Options{})
+	defer s.Close()
+	old := time.Now().Add(-48 * time.Hour)
+	if err := s.OperationCreate(t.Context(), newOp("esc", old), []pollwarden.Event{{At: old, Kind: pollwarden.EventSubmitted}}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := s.OperationGet(t.Context(), "esc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Phase = pollwarden.PhaseEscalated
+	ev := []pollwarden.Event{{At: old, Kind: pollwarden.EventDecision, Data: pollwarden.EventData{Option: "extend"}},
+		{At: old, Kind: pollwarden.EventEscalated}}
+	if err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: op, Now: old, Events: ev}); err != nil {
+		t.Fatal(err)
+	}
+	if ce, err := s.PrunedMisplaced(t.Context()); ce != nil || err != nil {
+		t.Fatalf("before tampering: %v %v", ce, err)
+	}
+	conn := rawConn(t)
+	for _, q := range []string{
+		"ALTER TABLE %s.events DISABLE TRIGGER USER",
+		"UPDATE %s.events SET payload = convert_to('pruned', 'UTF8') WHERE operation_id = 'esc' AND seq = 2",
+	} {
+		if _, err := conn.Exec(t.Context(), fmt.Sprintf(q, schema)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var v audit.Verifier
+	if err := v.Walk(t.Context(), s, 10); err != nil || v.Pruned() != 1 {
+		t.Fatalf("the walk alone: %v, %d pruned; it cannot tell, the check after it must", err, v.Pruned())
+	}
+	ce, err := s.PrunedMisplaced(t.Context())
+	if err != nil || ce == nil || ce.OperationID != "esc" || ce.Seq != 2 || ce.Problem != audit.ProblemPruned {
+		t.Fatalf("PrunedMisplaced: %+v %v, want operation esc seq 2", ce, err)
+	}
+}

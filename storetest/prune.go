@@ -12,8 +12,7 @@ import (
 // record; their events keep their place and hashes with the payload
 // dropped, so the whole chain still verifies; a waiting, submitting,
 // escalated or cancelling operation is never pruned, whatever its times;
-// a dry run changes nothing; a pruned id may be created again, its events
-// following the pruned ones.
+// a dry run changes nothing; a pruned id stays taken.
 func testPrune(t *testing.T, s pollwarden.Store) {
 	p, ok := s.(pollwarden.Pruner)
 	if !ok {
@@ -78,15 +77,26 @@ func testPrune(t *testing.T, s pollwarden.Store) {
 			t.Fatalf("OperationGet(%q) after the prune: %v (pruned %v)", id, err, o.pruned)
 		}
 	}
+	if pc, ok := s.(audit.PrunedChecker); ok {
+		if ce, err := pc.PrunedMisplaced(t.Context()); ce != nil || err != nil {
+			t.Fatalf("a real prune's markers reported out of place: %v %v", ce, err)
+		}
+	}
 	if again, err := p.OperationPrune(t.Context(), pollwarden.PruneParams{FinishedBefore: cutoff}); err != nil || again.Operations != 0 {
 		t.Fatalf("second prune: %+v %v", again, err)
 	}
 
-	// The id comes back as a new operation; its events follow the pruned ones.
-	create(t, s, newOp("done-old"))
+	// A pruned id stays taken: creating it again fails as for a stored
+	// operation, and its trail is still only the pruned events.
+	if err := s.OperationCreate(t.Context(), newOp("done-old"), []pollwarden.Event{{At: t0, Kind: pollwarden.EventSubmitted}}); !isErr(err, pollwarden.ErrPruned) {
+		t.Fatalf("creating the pruned id done-old again: %v, want ErrPruned", err)
+	}
+	if _, err := s.OperationGet(t.Context(), "done-old"); !isErr(err, pollwarden.ErrNotFound) {
+		t.Fatalf("a refused create left a record: %v", err)
+	}
 	evs := events(t, s, "done-old")
-	if len(evs) != 3 || !audit.Pruned(evs[0]) || audit.Pruned(evs[2]) || evs[2].Seq != 3 {
-		t.Fatalf("events of the id created again: %+v", evs)
+	if len(evs) != 2 || !audit.Pruned(evs[0]) || !audit.Pruned(evs[1]) {
+		t.Fatalf("events of the pruned id after a refused create: %+v", evs)
 	}
 	verifyStore(t, s)
 }

@@ -203,7 +203,7 @@ func (s *Store) fail(err error, format string, args ...any) error {
 // OperationCreate stores op with Version 1 (whatever op.Version was) and its
 // first events. On success op.Version is 1 and events are numbered from 1.
 // A concurrent create of the same id inserts nothing and fails with
-// ErrExists.
+// ErrExists; a pruned operation's id fails with ErrPruned.
 func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, events []pollwarden.Event) error {
 	if op == nil || op.ID == "" {
 		return fmt.Errorf("%s: create operation: %w: empty operation id", s.name, pollwarden.ErrInvalid)
@@ -228,8 +228,7 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 		}
 		var cs Chain
 		switch {
-		case len(evs) == 0:
-		case !s.x.HeadRow:
+		case len(evs) > 0 && !s.x.HeadRow:
 			// The head and the operation's last seq in one statement:
 			// statements are what a SQLite write costs.
 			if err := tx.QueryRow(ctx, createChainQuery, op.ID).Scan(&cs.Pos, &cs.Hash, &cs.Seq); err != nil {
@@ -239,6 +238,11 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 			if err := tx.QueryRow(ctx, createSeqQuery, op.ID).Scan(&cs.Seq); err != nil {
 				return err
 			}
+		}
+		if cs.Seq > 0 {
+			// A pruned operation's id stays taken: its trail is still in
+			// the chain, and a new owner must not read it as its own.
+			return pollwarden.ErrPruned
 		}
 		return s.appendEvents(ctx, tx, op.ID, cs, evs)
 	})
@@ -250,9 +254,9 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 	return nil
 }
 
-// createSeqQuery reads the last seq of a created operation's events: the
-// id of a pruned operation may come back, and its events follow the
-// pruned ones. createChainQuery reads the chain's head with it.
+// createSeqQuery reads the last seq of a created operation's events: any
+// means the id is a pruned operation's, which stays taken.
+// createChainQuery reads the chain's head with it.
 const (
 	createSeqQuery   = "SELECT coalesce(max(seq), 0) FROM events WHERE operation_id = ?"
 	createChainQuery = "SELECT " + headCols + ", (" + createSeqQuery + ")"
