@@ -65,7 +65,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // progressText is the live line: the operation, its state and last HTTP
-// result, elapsed/deadline, requests used of budget, and when the next
+// result, elapsed/deadline, requests used of budget (and transport
+// failures once one is spent), and when the next
 // check is due and who set that time (the provider's Retry-After or hint,
 // or the local backoff), so a person can tell waiting on the provider's
 // word from waiting on pollwarden's own schedule.
@@ -76,9 +77,9 @@ func progressText(op *pollwarden.Operation, next, now time.Time) string {
 	}
 	total := op.DeadlineAt.Sub(op.StartedAt)
 	in := max(next.Sub(now), 0).Round(time.Second)
-	s := fmt.Sprintf("%s · %s · %s · %s / %s · requests %d/%d · next check in %s",
+	s := fmt.Sprintf("%s · %s · %s · %s / %s · %s · next check in %s",
 		display.Value(op.ID), state, lastHTTPText(op), clockDur(now.Sub(op.StartedAt)), clockDur(total),
-		op.StatusRequestsUsed, op.MaxStatusRequests, in)
+		strings.ReplaceAll(budgetText(op), ", ", " · "), in)
 	if by := nextSetBy(op.NextPollSource); by != "" {
 		s += " (" + by + ")"
 	}

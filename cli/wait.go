@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
@@ -102,7 +103,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	defer done()
-	return env.waitAndReport(ctx, ops, ctl, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, ctl, p.Caller, op, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
 }
 
 // createOnStore is the shared middle of wait and submit, once the request
@@ -169,16 +170,28 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 	return usage(err)
 }
 
-// waitAndReport waits for operation id until an outcome or an escalation
+// waitAndReport waits for operation op until an outcome or an escalation
 // and reports it with wait's output and exit codes; submit ends the same
 // way. An interrupt is recorded in the operation's story through ctl.
-func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
+// Progress goes to stderr: a live line on a terminal, else a log line for
+// each request and phase change (see progressLog); --quiet silences both.
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, op *pollwarden.Operation, resume string, asJSON, quiet bool) error {
+	id := op.ID
 	var live *liveLine
-	if !quiet && isTerminal(env.Stderr) {
+	var plog *progressLog
+	switch {
+	case quiet:
+	case isTerminal(env.Stderr):
 		live = &liveLine{w: env.Stderr, now: env.clock().Now}
+	default:
+		plog = newProgressLog(env.Stderr, env.clock().Now, op)
 	}
-	final, err := ops.Follow(ctx, caller, id, live.update)
+	final, err := ops.Follow(ctx, caller, id, func(op *pollwarden.Operation, next time.Time) {
+		live.update(op, next)
+		plog.update(op, next)
+	})
 	live.clear()
+	plog.finish(final)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Recorded after the fact: the wait has already stopped.
