@@ -85,7 +85,7 @@ func opsCmd(env Env) *cobra.Command {
 			if asJSON {
 				return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
 			}
-			if err := env.printOutcome(op, false, false); err != nil {
+			if err := env.printOutcome(op, false, false, store); err != nil {
 				return err
 			}
 			for _, l := range orphanHint(op, env.clock().Now(), store, env.contractsNow()(op.Contract)) {

@@ -103,7 +103,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	defer done()
-	return env.waitAndReport(ctx, ops, ctl, p.Caller, op, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, ctl, p.Caller, op, resumeCommand(op, f.contract, f.store), f.store, f.json, f.quiet)
 }
 
 // createOnStore is the shared middle of wait and submit, once the request
@@ -175,7 +175,7 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 // way. An interrupt is recorded in the operation's story through ctl.
 // Progress goes to stderr: a live line on a terminal, else a log line for
 // each request and phase change (see progressLog); --quiet silences both.
-func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, op *pollwarden.Operation, resume string, asJSON, quiet bool) error {
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *controller.Controller, caller operations.Caller, op *pollwarden.Operation, resume, storeFlag string, asJSON, quiet bool) error {
 	id := op.ID
 	var live *liveLine
 	var plog *progressLog
@@ -204,7 +204,7 @@ func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, ctl *
 		}
 		return err
 	}
-	if err := env.printOutcome(final, asJSON, quiet); err != nil {
+	if err := env.printOutcome(final, asJSON, quiet, storeFlag); err != nil {
 		return err
 	}
 	if code := ExitCode(final); code != ExitOK {
