@@ -3,10 +3,12 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
@@ -70,5 +72,22 @@ func TestOperationResourceOverStdio(t *testing.T) {
 	}
 	if err := r.session.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri}); err != nil {
 		t.Fatalf("unsubscribe: %v", err)
+	}
+}
+
+// TestSubscribeToForeignURIIsInvalidParams: resources/subscribe to a URI
+// that is not one of this server's (another scheme, another path) answers
+// JSON-RPC -32602 (invalid params) naming the template, not the code 0 of
+// a plain error, which clients cannot tell from a server fault.
+func TestSubscribeToForeignURIIsInvalidParams(t *testing.T) {
+	r := newRigWith(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, uri := range []string{"file:///etc/passwd", "pollwarden://tasks/x", "https://example.com/operations/op-1"} {
+		err := r.session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpc.Message, "pollwarden://operations/{id}") {
+			t.Errorf("subscribe %s: %#v, want code -32602 naming the template", uri, err)
+		}
 	}
 }
