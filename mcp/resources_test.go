@@ -3,12 +3,10 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	fp "github.com/pollwarden/pollwarden/internal/fakeprovider"
@@ -78,16 +76,17 @@ func TestOperationResourceOverStdio(t *testing.T) {
 // TestSubscribeToForeignURIIsInvalidParams: resources/subscribe to a URI
 // that is not one of this server's (another scheme, another path) answers
 // JSON-RPC -32602 (invalid params) naming the template, not the code 0 of
-// a plain error, which clients cannot tell from a server fault.
+// a plain error, which clients cannot tell from a server fault. Over a
+// real process, under 2025-11-25, where subscribe is a request.
 func TestSubscribeToForeignURIIsInvalidParams(t *testing.T) {
-	r := newRigWith(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	r, _ := startTaskServer(t)
+	r.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "subscribe-test", "version": "0"}})
+	r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
 	for _, uri := range []string{"file:///etc/passwd", "pollwarden://tasks/x", "https://example.com/operations/op-1"} {
-		err := r.session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
-		var rpc *jsonrpc.Error
-		if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpc.Message, "pollwarden://operations/{id}") {
-			t.Errorf("subscribe %s: %#v, want code -32602 naming the template", uri, err)
+		code, msg := r.rpcError("resources/subscribe", map[string]any{"uri": uri})
+		if code != -32602 || !strings.Contains(msg, "pollwarden://operations/{id}") {
+			t.Errorf("subscribe %s: code %d %q, want -32602 naming the template", uri, code, msg)
 		}
 	}
 }
