@@ -166,6 +166,7 @@ func TestTasksCoreShapeConformsToTheSpecification(t *testing.T) {
 		return func() json.RawMessage { return r.call("tasks/get", map[string]any{"taskId": id}) }
 	}
 	// submit_job as a task: sent once, and the task is its operation.
+	prov.Script("sub-1", fp.State("running", nil)) // the job the fake provider creates first
 	created = r.call("tools/call", map[string]any{"name": "submit_job", "task": map[string]any{"ttl": 60000},
 		"arguments": map[string]any{"contract": "task-slow", "body": map[string]any{"q": 1}, "operation_id": "op-sub"}})
 	validate(t, specSchema(t, v, "CreateTaskResult"), "CreateTaskResult of submit_job", created)
