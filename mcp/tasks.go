@@ -28,9 +28,9 @@ const (
 	taskRetention = time.Hour
 	// decisionPoll is the poll interval of a task waiting for a person.
 	decisionPoll = 30 * time.Second
-	// pollMargin is added to the time to the next status request, so a
-	// host looks once its answer has been recorded.
-	pollMargin = time.Second
+	// duePoll is the poll interval once the next status request is due
+	// or in flight: its answer is recorded within moments.
+	duePoll = time.Second
 	// coreTasksVersion is the protocol version with tasks in the core.
 	coreTasksVersion = "2025-11-25"
 	methodDiscover   = "server/discover"
