@@ -1,6 +1,6 @@
-// Package mcp is pollwarden's Model Context Protocol door: five tools
-// (watch_job, get_job, wait_job, list_jobs, request_extension) over the
-// same controller the daemon uses. An agent hands a job over once and then
+// Package mcp is pollwarden's Model Context Protocol door: seven tools
+// (watch_job, submit_job, get_job, wait_job, list_jobs, request_extension,
+// get_result) over the same controller the daemon uses. An agent hands a job over once and then
 // waits on it server-side; the scheduler, not the model, sends the status
 // requests. No tool grants authority (R20): none raises a limit, cancels or
 // resubmits, and no answer carries a credential, only its name (R27).
@@ -85,7 +85,7 @@ const instructions = `pollwarden waits on external asynchronous jobs for you, un
 Flow: call watch_job ONCE per job (calling it again with the same arguments resumes the same operation), then call wait_job with the operation_id until phase is no longer "waiting". Do not poll get_job in a loop: wait_job holds server-side (50 s by default, up to 600 s with max_wait_seconds, sending progress notifications every 15 s when given a progress token) and costs no provider request.
 phase "succeeded" carries the validated result; "failed" carries the provider's error; "escalated" means a person must decide (see escalation.options) - tell the user, you cannot decide it. No tool can raise a limit, cancel or resubmit a job; request_extension only records a request for an approver.
 Each operation is also the resource pollwarden://operations/{operation_id} (its outcome JSON); subscribing to it brings notifications/resources/updated on every phase change.
-A host with MCP tasks may run watch_job or wait_job as a task: the task id is the operation_id, its poll interval is the time to pollwarden's next status request, and input_required means a person must decide.`
+A host with MCP tasks may run watch_job, submit_job or wait_job as a task: the task id is the operation_id, its poll interval is the time to pollwarden's next status request, and input_required means a person must decide.`
 
 type server struct {
 	o Options
