@@ -42,6 +42,10 @@ An edited contract file never starts a fresh budget: an unfinished operation
 on the job takes up an edit that only lowers limits, and any other edit is
 refused (exit 2) with what changed and the commands to choose.
 
+Progress goes to stderr: a live line on a terminal; otherwise (a CI log, a
+file, a pipe) a timestamped line for each status request and phase change,
+and one at least every 5 minutes while nothing happens. --quiet silences it.
+
 Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 20 deadline_exceeded · 21 request_budget_exhausted · 22 rate_limited ·
 23 unknown_state · 24 authorization_denied · 25 provider_failure ·
