@@ -12,7 +12,7 @@ import (
 // Story renders an operation's events as a story a person can read after
 // an incident (R26), e.g.
 //
-//	2030-01-02 10:20:02 UTC submitted job j1, deadline 10:21:02, budget 8 (…)
+//	2030-01-02 10:20:02 UTC started watching job j1, deadline 10:21:02, budget 8 (…)
 //	10:20:02 status request 1 of 8: received 503, Retry-After 2, next poll 10:20:04 from provider guidance
 //	10:20:04 status request 2 of 8: state running, next poll 10:20:06 from local backoff
 //
@@ -167,14 +167,17 @@ func (t *Teller) line(e pollwarden.Event) string {
 		if d.DeadlineAt != nil {
 			t.deadline = *d.DeadlineAt
 		}
-		job := "job " + display.Value(d.ProviderJobID)
+		// A watched job was submitted by someone else: the operation
+		// only starts watching it; "submitted" is kept for the job
+		// pollwarden itself submits.
+		job := "started watching job " + display.Value(d.ProviderJobID)
 		if d.ProviderJobID == "" {
-			job = "a job by its status URL"
+			job = "started watching a job by its status URL"
 			if strings.HasPrefix(d.Detail, "pollwarden submits it") {
-				job = "a job for pollwarden to submit"
+				job = "submitted a job for pollwarden to submit"
 			}
 		}
-		s := fmt.Sprintf("submitted %s, deadline %s, budget %d (%s)", job, t.clock(d.DeadlineAt), d.MaxRequests, display.Text(d.Detail))
+		s := fmt.Sprintf("%s, deadline %s, budget %d (%s)", job, t.clock(d.DeadlineAt), d.MaxRequests, display.Text(d.Detail))
 		if d.Actor != nil {
 			s += " by " + actorName(d.Actor)
 		}

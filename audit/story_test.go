@@ -37,7 +37,7 @@ func TestStoryEscapesForeignText(t *testing.T) {
 		`polled, state "x\x1b[2J", Retry-After 1\n2, provider request "req\r\n06:49:40 forged", next poll`,
 		`alice (approver) decided extend: extended, note "ok\u2028\n06:49:40 alice (approver) decided extend"`,
 		`escalated unknown_state: state\n06:49:40 alice (approver) decided extend;`,
-		`submitted job "j\n06:49:40 alice (approver) decided extend"`,
+		`started watching job "j\n06:49:40 alice (approver) decided extend"`,
 	} {
 		if !strings.Contains(lines[i], want) {
 			t.Errorf("line %d = %s\nwant it to contain %s", i, lines[i], want)

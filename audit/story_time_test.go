@@ -49,7 +49,7 @@ func TestStoryAcrossMidnight(t *testing.T) {
 		ev(pollwarden.EventSucceeded, day(2, 7, 42, 35), pollwarden.EventData{RequestsUsed: 4, MaxRequests: 7, Elapsed: "7h42m45s"}),
 	}
 	want := []string{
-		"2026-12-01 23:59:50 UTC submitted job j1, deadline 2026-12-02 00:00:30, budget 3 (max transport failures 3)",
+		"2026-12-01 23:59:50 UTC started watching job j1, deadline 2026-12-02 00:00:30, budget 3 (max transport failures 3)",
 		"23:59:50 status request 1 of 3: state queued, next poll 2026-12-02 00:00:05 from local backoff",
 		"2026-12-02 00:00:05 status request 2 of 3: received 503, Retry-After 20, transport failure 1, next poll 00:00:25 from provider guidance",
 		"00:00:25 status request 3 of 3: state queued → running",
@@ -68,7 +68,7 @@ func TestStoryAcrossMidnight(t *testing.T) {
 	// falls, and the zone is named once.
 	tokyo := time.FixedZone("JST", 9*3600)
 	got = Story(events, tokyo)
-	if !strings.HasPrefix(got[0], "2026-12-02 08:59:50 JST submitted job j1, deadline 09:00:30,") {
+	if !strings.HasPrefix(got[0], "2026-12-02 08:59:50 JST started watching job j1, deadline 09:00:30,") {
 		t.Errorf("first line in JST: %s", got[0])
 	}
 	for i, l := range got[1:] {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract/builtin"
 	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/spf13/cobra"
@@ -20,9 +21,13 @@ func completionCmd(env Env) *cobra.Command {
 		Short: "Print a shell completion script",
 		Long: `completion prints a script that makes the shell complete pollwarden's
 commands and flags, contract names (the files in $POLLWARDEN_CONTRACTS, or
-in --contracts where a command takes it) and operation ids from the store.
+in --contracts where a command takes it, and the built-in contracts) and
+operation ids from the store.
 
   bash:  source <(pollwarden completion bash)
+         (needs the bash-completion package: apt-get install bash-completion,
+         brew install bash-completion@2; without it bash reports
+         "_get_comp_words_by_ref: command not found")
   zsh:   pollwarden completion zsh > "${fpath[1]}/_pollwarden"
   fish:  pollwarden completion fish > ~/.config/fish/completions/pollwarden.fish
 
@@ -69,11 +74,12 @@ func (env Env) completeArgs(root *cobra.Command) {
 		case "pollwarden decide":
 			c.ValidArgsFunction = env.completeDecide
 		case "pollwarden contract show":
+			// contract show prints built-ins only.
 			c.ValidArgsFunction = func(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 				if len(args) > 0 {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return env.completeContract(c, args, prefix)
+				return builtinNames(prefix, nil), cobra.ShellCompDirectiveNoFileComp
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -84,19 +90,44 @@ func (env Env) completeArgs(root *cobra.Command) {
 }
 
 // completeContract offers the contract names in the contracts directory
-// (--contracts when the command has it, else $POLLWARDEN_CONTRACTS);
-// when none matches, the shell completes file names instead.
+// (--contracts when the command has it, else $POLLWARDEN_CONTRACTS), then
+// the built-in names that --contract NAME also resolves (a file of the
+// same name shadows its built-in, as in the lookup); file names complete
+// too, for a contract given by its path.
 func (env Env) completeContract(c *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	dir := env.lookup("POLLWARDEN_CONTRACTS")
 	if f := c.Flags().Lookup("contracts"); f != nil && f.Value.String() != "" {
 		dir = f.Value.String()
 	}
+	names := dirContractNames(dir, prefix)
+	if c.Flags().Lookup("contract") != nil {
+		names = append(names, builtinNames(prefix, names)...)
+	}
+	return names, cobra.ShellCompDirectiveDefault
+}
+
+// builtinNames is the built-in contracts whose name starts with prefix,
+// each described, leaving out those already offered (taken).
+func builtinNames(prefix string, taken []string) []string {
+	var out []string
+	for _, in := range builtin.List() {
+		shadowed := slices.ContainsFunc(taken, func(t string) bool { return strings.HasPrefix(t, in.Name+"\t") })
+		if strings.HasPrefix(in.Name, prefix) && !shadowed {
+			out = append(out, in.Name+"\tbuilt-in: "+in.Description)
+		}
+	}
+	return out
+}
+
+// dirContractNames is the names of the contract files in dir that start
+// with prefix, each described by where it is.
+func dirContractNames(dir, prefix string) []string {
 	if dir == "" {
-		return nil, cobra.ShellCompDirectiveDefault
+		return nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveDefault
+		return nil
 	}
 	var names []string
 	for _, e := range entries {
@@ -109,7 +140,7 @@ func (env Env) completeContract(c *cobra.Command, _ []string, prefix string) ([]
 			names = append(names, name+"\tcontract in "+dir)
 		}
 	}
-	return names, cobra.ShellCompDirectiveDefault
+	return names
 }
 
 // completeOperation offers the operation ids in the store named by

@@ -106,6 +106,9 @@ type demoRun struct {
 	rand     *rand.Rand
 	store    string // paths, for the commands the tour prints
 	contract string
+	// escalated is the first operation the tour leaves escalated, for
+	// the commands --keep suggests.
+	escalated string
 }
 
 const demoToken = "demo-token-not-a-real-secret"
@@ -193,6 +196,9 @@ func (r *demoRun) runCase(ctx context.Context, n int, c demoCase) error {
 		}
 		r.printOutcome(final)
 	}
+	if final.Phase == pollwarden.PhaseEscalated && r.escalated == "" {
+		r.escalated = id
+	}
 	if err := r.printStory(ctx, id); err != nil {
 		return err
 	}
@@ -233,11 +239,22 @@ func (r *demoRun) printStory(ctx context.Context, id string) error {
 	return nil
 }
 
-// printNext ends the tour with where to go from here.
+// printNext ends the tour with where to go from here. The fake provider
+// stops with the demo, so --keep offers the commands that work on the
+// kept store alone, and says that a resumed wait would find no provider.
 func (r *demoRun) printNext(keep bool, dir string) {
 	if keep {
-		fmt.Fprintf(r.out, "\nstore and contract kept in %s; to try the commands above:\n  export POLLWARDEN_STORE=%s POLLWARDEN_CONTRACTS=%s\n  pollwarden ops list\n",
-			dir, r.store, dir)
+		fmt.Fprintf(r.out, `
+store and contract kept in %s. The fake provider stopped with the demo, so a
+resumed wait there would find no one to ask; the record, the stories and the
+decisions are all in the store:
+  export POLLWARDEN_STORE=%s POLLWARDEN_CONTRACTS=%s
+  pollwarden ops list
+  pollwarden ops show %s
+  pollwarden audit show %s
+  pollwarden decide %s abandon --by NAME
+  pollwarden audit verify
+`, dir, r.store, dir, r.escalated, r.escalated, r.escalated)
 	} else {
 		fmt.Fprintf(r.out, "\nthe store was temporary: run pollwarden demo --keep to keep it and try the commands above\n")
 	}

@@ -52,7 +52,7 @@ func TestHumanOutputEscapesProviderText(t *testing.T) {
 		Phase: pollwarden.PhaseFailed, StartedAt: t0, DeadlineAt: t0.Add(time.Hour), ProviderError: []byte(`{"m":"x` + "\u202e" + `"}`)}
 	var out strings.Builder
 	env := Env{Stdout: &out}
-	if err := env.printOutcome(op, false, false); err != nil {
+	if err := env.printOutcome(op, false, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]string{"live line": progressText(op, t0, t0), "record": out.String()} {

@@ -28,6 +28,9 @@ func TestLiveLineNamesOperationAnswerAndWhoSetTheNextCheck(t *testing.T) {
 		{"hint", func(op *pollwarden.Operation) { op.NextPollSource = pollwarden.DelayPollHint },
 			[]string{"next check in 4s (the provider's hint)"}},
 		{"no answer", func(op *pollwarden.Operation) { op.LastHTTP = 0 }, []string{"· no HTTP answer ·"}},
+		{"transport failures", func(op *pollwarden.Operation) {
+			op.LastHTTP, op.TransportFailuresUsed, op.MaxTransportFailures = 503, 2, 3
+		}, []string{"· requests 3/12 · transport failures 2/3 · next check"}},
 		{"first", func(op *pollwarden.Operation) {
 			op.StatusRequestsUsed, op.LastHTTP, op.LastState = 0, 0, ""
 		}, []string{"export-1a2b · not yet observed · no request yet ·"}},

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -15,16 +19,22 @@ func opsCmd(env Env) *cobra.Command {
 	ops := &cobra.Command{Use: "ops", Short: "List, show and prune operation records"}
 	var store, phase string
 	var asJSON bool
-	var limit string
+	var limit int
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List operations, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lp := operations.ListParams{Caller: env.localCaller(), Phase: phase, Limit: limit, Names: flagNames}
+			lp := operations.ListParams{Caller: env.localCaller(), Phase: phase, Names: flagNames}
+			if cmd.Flags().Changed("limit") {
+				lp.Limit = strconv.Itoa(limit)
+			}
 			// Judged before the store is opened, which a bad flag must not need.
 			if err := operations.CheckList(lp); err != nil {
 				return usage(err)
+			}
+			if path, missing := env.storeMissing(store); missing {
+				return env.printNoStore(path, asJSON)
 			}
 			st, err := env.openStore(cmd.Context(), store)
 			if err != nil {
@@ -67,7 +77,7 @@ func opsCmd(env Env) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&phase, "phase", "", "only operations in this phase")
-	list.Flags().StringVar(&limit, "limit", "", "at most this many (default and 0: all)")
+	list.Flags().IntVar(&limit, "limit", 0, "at most this many (default and 0: all)")
 	show := &cobra.Command{
 		Use:   "show OPERATION",
 		Short: "Show one operation record",
@@ -85,7 +95,7 @@ func opsCmd(env Env) *cobra.Command {
 			if asJSON {
 				return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
 			}
-			if err := env.printOutcome(op, false, false); err != nil {
+			if err := env.printOutcome(op, false, false, store); err != nil {
 				return err
 			}
 			for _, l := range orphanHint(op, env.clock().Now(), store, env.contractsNow()(op.Contract)) {
@@ -100,6 +110,31 @@ func opsCmd(env Env) *cobra.Command {
 	}
 	ops.AddCommand(list, show, opsPruneCmd(env))
 	return ops
+}
+
+// storeMissing tells whether the SQLite store file the command would read
+// does not exist yet, as on a machine where nothing has waited: ops list
+// answers an empty list then, naming the path. An empty or foreign file,
+// and a PostgreSQL URL, are still opened (and refused) as before.
+func (env Env) storeMissing(flag string) (string, bool) {
+	path, err := env.storePath(flag, true)
+	if err != nil || isPostgresURL(path) {
+		return "", false
+	}
+	_, err = os.Stat(path)
+	return path, errors.Is(err, fs.ErrNotExist)
+}
+
+// printNoStore is ops list's answer before the first wait: nothing is
+// created, and the note says where the store will be.
+func (env Env) printNoStore(path string, asJSON bool) error {
+	note := fmt.Sprintf("no operations: no store at %s yet (wait or submit creates it)", path)
+	if asJSON {
+		fmt.Fprintln(env.Stderr, "pollwarden:", note)
+		return writeJSON(env.Stdout, []pollwarden.Outcome{})
+	}
+	fmt.Fprintln(env.Stdout, note)
+	return nil
 }
 
 // cell is a table value: empty stays empty, anything else is escaped.

@@ -13,8 +13,9 @@ import (
 
 // printOutcome writes the final record: one JSON object with --json, one
 // line with --quiet, else a short human summary (with the escalation's
-// decision request when there is one).
-func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool) error {
+// decision request when there is one, and the whole decide command:
+// storeFlag is the --store the command was given, if any).
+func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool, storeFlag string) error {
 	if asJSON {
 		return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
 	}
@@ -36,9 +37,20 @@ func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool) error 
 		for line := range strings.SplitSeq(op.Escalation.Message, "\n") {
 			fmt.Fprintln(env.Stdout, display.Text(line))
 		}
-		fmt.Fprintf(env.Stdout, "decide with: pollwarden decide %s OPTION\n", display.Value(op.ID))
+		fmt.Fprintf(env.Stdout, "decide with: %s\n", env.decideCommand(op, storeFlag))
 	}
 	return nil
+}
+
+// decideCommand is the command that answers op's escalation, whole: --by
+// is required where $USER is unset (containers, cron), so it is always
+// given, with the user's name when known.
+func (env Env) decideCommand(op *pollwarden.Operation, storeFlag string) string {
+	by := env.lookup("USER")
+	if by == "" {
+		by = "NAME"
+	}
+	return fmt.Sprintf("pollwarden decide %s OPTION --by %s%s", shellWord(op.ID), shellWord(by), storeWords(storeFlag))
 }
 
 // summaryLine is the one-line outcome of an operation.
@@ -65,7 +77,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // progressText is the live line: the operation, its state and last HTTP
-// result, elapsed/deadline, requests used of budget, and when the next
+// result, elapsed/deadline, requests used of budget (and transport
+// failures once one is spent), and when the next
 // check is due and who set that time (the provider's Retry-After or hint,
 // or the local backoff), so a person can tell waiting on the provider's
 // word from waiting on pollwarden's own schedule.
@@ -76,9 +89,9 @@ func progressText(op *pollwarden.Operation, next, now time.Time) string {
 	}
 	total := op.DeadlineAt.Sub(op.StartedAt)
 	in := max(next.Sub(now), 0).Round(time.Second)
-	s := fmt.Sprintf("%s · %s · %s · %s / %s · requests %d/%d · next check in %s",
+	s := fmt.Sprintf("%s · %s · %s · %s / %s · %s · next check in %s",
 		display.Value(op.ID), state, lastHTTPText(op), clockDur(now.Sub(op.StartedAt)), clockDur(total),
-		op.StatusRequestsUsed, op.MaxStatusRequests, in)
+		strings.ReplaceAll(budgetText(op), ", ", " · "), in)
 	if by := nextSetBy(op.NextPollSource); by != "" {
 		s += " (" + by + ")"
 	}

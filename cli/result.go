@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,12 +26,21 @@ was handed over.
 It streams, bounded by the contract's max_bytes: a larger result is
 refused. With --out the bytes go to a temporary file beside FILE that is
 renamed to FILE only when the whole result arrived, so FILE never holds a
-partial result. On stdout, a fetch that fails midway exits non-zero: what
-was written is not the result. A second fetch is allowed and recorded too,
-up to the contract's result.fetch.max_fetches (default 3) fetches sent for
-the operation through every door; one more is refused (exit 2), sends
-nothing and is recorded. A result holding the contract's credential, raw
-or escaped, is stopped before any of it is written.`,
+partial result; --out - is stdout. On stdout, a fetch that fails midway
+exits non-zero: what was written is not the result. A second fetch is
+allowed and recorded too, up to the contract's result.fetch.max_fetches
+(default 3) fetches sent for the operation through every door; one more is
+refused (exit 2), sends nothing and is recorded. A result holding the
+contract's credential, raw or escaped, is stopped before any of it is
+written.
+
+Exit codes: 0 the whole result was handed over · 30 the fetch was sent and
+did not hand over the result (the provider answered an HTTP error such as
+404 or 500, the connection failed, the result was larger than max_bytes,
+the result held the credential); the story records why · 2 refused before
+anything was sent (the operation has not succeeded, the contract has no
+result.fetch, a URL off the contract's origins, max_fetches spent) · 1
+internal error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
@@ -40,7 +50,7 @@ or escaped, is stopped before any of it is written.`,
 			defer st.Close()
 			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
 			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
-			if out == "" {
+			if out == "" || out == "-" {
 				_, err := ops.FetchResult(cmd.Context(), p, env.Stdout)
 				return resultError(err)
 			}
@@ -49,7 +59,7 @@ or escaped, is stopped before any of it is written.`,
 	}
 	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
 	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
-	cmd.Flags().StringVar(&out, "out", "", "write the result to this file (renamed into place only when complete) instead of stdout")
+	cmd.Flags().StringVar(&out, "out", "", "write the result to this file (renamed into place only when complete) instead of stdout; - is stdout")
 	cmd.Flags().StringVar(&auditKey, "audit-key", "", auditKeyHelp)
 	return cmd
 }
@@ -86,15 +96,23 @@ func fetchToFile(cmd *cobra.Command, ops *operations.Service, p operations.Resul
 	return nil
 }
 
+// exitResultFailed is result's exit code for a fetch that was sent and
+// did not hand over the result: the provider's answer or the connection,
+// not pollwarden, so neither 1 (internal error) nor one of wait's codes,
+// which speak of the job.
+const exitResultFailed = 30
+
 // resultError makes a refusal (wrong phase, no result.fetch, a URL off the
 // contract's origins, a contract not loaded, max_fetches spent) a usage
-// error, exit 2; a failed fetch stays exit 1.
+// error, exit 2, and a fetch that failed exit 30.
 func resultError(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case operations.KindOf(err) != "":
 		return usage(err)
+	case errors.Is(err, operations.ErrResultFailed):
+		return &exitError{code: exitResultFailed, err: err}
 	}
 	return err
 }

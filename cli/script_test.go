@@ -61,6 +61,8 @@ func scriptedJobs(srv *fp.Server) {
 	srv.Script("expired", running, fp.State("expired", nil))
 	// Rate limited without Retry-After, again and again.
 	srv.Script("limited", fp.Code(429, nil))
+	// The first job a script submits (POST /jobs answers sub-1).
+	srv.Script("sub-1", fp.State("queued", nil), fp.Succeeded("https://results.example.com/sub-1.csv"))
 }
 
 type serverKey struct{}

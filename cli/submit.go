@@ -103,7 +103,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	}
 	// Re-running submit with the operation id resumes it without a
 	// second submission; once the job id is known, wait does as well.
-	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, p.Caller, op, resumeCommand(op, f.contract, f.store), f.store, f.json, f.quiet)
 }
 
 // readBody reads the submission body from a file or stdin, bounded, and

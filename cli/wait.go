@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
@@ -40,6 +41,10 @@ job, so running the same command again resumes instead of starting over.
 An edited contract file never starts a fresh budget: an unfinished operation
 on the job takes up an edit that only lowers limits, and any other edit is
 refused (exit 2) with what changed and the commands to choose.
+
+Progress goes to stderr: a live line on a terminal; otherwise (a CI log, a
+file, a pipe) a timestamped line for each status request and phase change,
+and one at least every 5 minutes while nothing happens. --quiet silences it.
 
 Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 20 deadline_exceeded · 21 request_budget_exhausted · 22 rate_limited ·
@@ -102,7 +107,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	defer done()
-	return env.waitAndReport(ctx, ops, p.Caller, op.ID, resumeCommand(op, f.contract, f.store), f.json, f.quiet)
+	return env.waitAndReport(ctx, ops, p.Caller, op, resumeCommand(op, f.contract, f.store), f.store, f.json, f.quiet)
 }
 
 // createOnStore is the shared middle of wait and submit, once the request
@@ -169,16 +174,28 @@ func (env Env) createError(ctx context.Context, st pollwarden.Store, err error, 
 	return usage(err)
 }
 
-// waitAndReport waits for operation id until an outcome or an escalation
+// waitAndReport waits for operation op until an outcome or an escalation
 // and reports it with wait's output and exit codes; submit ends the same
-// way. An interrupt is recorded in the operation's story.
-func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, caller operations.Caller, id, resume string, asJSON, quiet bool) error {
+// way. An interrupt is recorded in the operation's story. Progress goes to
+// stderr: a live line on a terminal, else a log line for each request and
+// phase change (see progressLog); --quiet silences both.
+func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, caller operations.Caller, op *pollwarden.Operation, resume, storeFlag string, asJSON, quiet bool) error {
+	id := op.ID
 	var live *liveLine
-	if !quiet && isTerminal(env.Stderr) {
+	var plog *progressLog
+	switch {
+	case quiet:
+	case isTerminal(env.Stderr):
 		live = &liveLine{w: env.Stderr, now: env.clock().Now}
+	default:
+		plog = newProgressLog(env.Stderr, env.clock().Now, op)
 	}
-	final, err := ops.Follow(ctx, caller, id, live.update)
+	final, err := ops.Follow(ctx, caller, id, func(op *pollwarden.Operation, next time.Time) {
+		live.update(op, next)
+		plog.update(op, next)
+	})
 	live.clear()
+	plog.finish(final)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Recorded after the fact: the wait has already stopped.
@@ -191,7 +208,7 @@ func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, calle
 		}
 		return err
 	}
-	if err := env.printOutcome(final, asJSON, quiet); err != nil {
+	if err := env.printOutcome(final, asJSON, quiet, storeFlag); err != nil {
 		return err
 	}
 	if code := ExitCode(final); code != ExitOK {

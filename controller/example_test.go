@@ -166,7 +166,7 @@ func ExampleController_Wait() {
 	}
 	// Output:
 	// succeeded true
-	// 2024-03-26 17:00:00 UTC submitted job batch_abc123, deadline 2024-03-27 18:00:00, budget 10 (max transport failures 5, max rate-limited answers 5)
+	// 2024-03-26 17:00:00 UTC started watching job batch_abc123, deadline 2024-03-27 18:00:00, budget 10 (max transport failures 5, max rate-limited answers 5)
 	// 17:00:00 status request 1 of 10: state in_progress, next poll 17:00:47 from local backoff
 	// 17:00:47 status request 2 of 10: state in_progress, next poll 17:02:23 from local backoff
 	// 17:02:23 status request 3 of 10: state in_progress → completed

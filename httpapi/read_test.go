@@ -87,7 +87,7 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("%d %s %s", text.status, text.header.Get("Content-Type"), text.body)
 	}
 	story := string(text.body)
-	for _, want := range []string{"submitted job j, deadline", "status request 1 of 5: state running, next poll",
+	for _, want := range []string{"started watching job j, deadline", "status request 1 of 5: state running, next poll",
 		"status request 2 of 5: state running → succeeded", "succeeded after 2 of 5 status requests"} {
 		if !strings.Contains(story, want) {
 			t.Errorf("story lacks %q:\n%s", want, story)

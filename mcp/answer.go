@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 )
@@ -88,9 +90,27 @@ func guidance(op *pollwarden.Operation, now time.Time) string {
 		} else {
 			msg += " "
 		}
-		return msg + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests."
+		return msg + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests.\n" + relay(op)
 	}
 	return ""
+}
+
+// relay is what the agent passes on to its user for an escalation: where a
+// person decides (the daemon's console page of the operation) and the
+// command that decides on the machine holding the store, with the
+// options offered. The agent itself can do neither.
+func relay(op *pollwarden.Operation) string {
+	options := "OPTION"
+	if e := op.Escalation; e != nil && len(e.Options) > 0 {
+		ids := make([]string, len(e.Options))
+		for i, o := range e.Options {
+			ids[i] = o.ID
+		}
+		options = "OPTION (one of " + strings.Join(ids, ", ") + ")"
+	}
+	id := display.Value(op.ID)
+	return fmt.Sprintf("Tell the user how to decide: in pollwarden's web console, page /ui/operations/%s of the pollwarden daemon (signed in with an approver token), or on the machine that holds pollwarden's store: pollwarden decide %s %s --by NAME.",
+		url.PathEscape(op.ID), id, options)
 }
 
 func because(src pollwarden.DelaySource) string {

@@ -324,7 +324,7 @@ func TestToolErrors(t *testing.T) {
 	r.toolError("watch_job", map[string]any{"contract": "mcp-test", "job_id": "x", "max_status_requests": "ten"})
 	r.toolError("get_job", map[string]any{"operation_id": "missing"}, "watch_job")
 	r.toolError("wait_job", map[string]any{"operation_id": "missing", "max_wait_seconds": 1}, "watch_job")
-	r.toolError("wait_job", map[string]any{"operation_id": "x", "max_wait_seconds": 51}, "max_wait_seconds")
+	r.toolError("wait_job", map[string]any{"operation_id": "x", "max_wait_seconds": 601}, "max_wait_seconds", "600")
 	r.toolError("list_jobs", map[string]any{"phase": "done"}, "phase")
 	r.toolError("request_extension", map[string]any{"operation_id": "x", "extra_time": "soon", "extra_status_requests": 1, "justification": "j"}, "extra_time")
 	// Nothing was created by the refused calls.

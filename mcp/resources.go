@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
@@ -83,7 +84,10 @@ func (ws *watchers) subscribe(ctx context.Context, req *sdk.SubscribeRequest) er
 	uri := req.Params.URI
 	id, ok := operationID(uri)
 	if !ok {
-		return fmt.Errorf("cannot subscribe to %s: resources are %s", display.Clip(uri), ResourceTemplate)
+		// Invalid params, as JSON-RPC names a request for a URI this
+		// server does not hold (a plain error would go out as code 0).
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("cannot subscribe to %s: resources are %s", display.Clip(uri), ResourceTemplate)}
 	}
 	// Checked for every session, also when another is already subscribed.
 	if _, err := ws.s.visible(ctx, id); err != nil {

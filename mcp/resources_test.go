@@ -72,3 +72,21 @@ func TestOperationResourceOverStdio(t *testing.T) {
 		t.Fatalf("unsubscribe: %v", err)
 	}
 }
+
+// TestSubscribeToForeignURIIsInvalidParams: resources/subscribe to a URI
+// that is not one of this server's (another scheme, another path) answers
+// JSON-RPC -32602 (invalid params) naming the template, not the code 0 of
+// a plain error, which clients cannot tell from a server fault. Over a
+// real process, under 2025-11-25, where subscribe is a request.
+func TestSubscribeToForeignURIIsInvalidParams(t *testing.T) {
+	r, _ := startTaskServer(t)
+	r.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "subscribe-test", "version": "0"}})
+	r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	for _, uri := range []string{"file:///etc/passwd", "pollwarden://tasks/x", "https://example.com/operations/op-1"} {
+		code, msg := r.rpcError("resources/subscribe", map[string]any{"uri": uri})
+		if code != -32602 || !strings.Contains(msg, "pollwarden://operations/{id}") {
+			t.Errorf("subscribe %s: code %d %q, want -32602 naming the template", uri, code, msg)
+		}
+	}
+}

@@ -1,6 +1,7 @@
-// Package mcp is pollwarden's Model Context Protocol door: five tools
-// (watch_job, get_job, wait_job, list_jobs, request_extension) over the
-// one operations.Service of its process, as every other door. An agent hands a job over once and then
+// Package mcp is pollwarden's Model Context Protocol door: seven tools
+// (watch_job, submit_job, get_job, wait_job, list_jobs, request_extension,
+// get_result) over the one operations.Service of its process, as every
+// other door. An agent hands a job over once and then
 // waits on it server-side; the scheduler, not the model, sends the status
 // requests. No tool grants authority (R20): none raises a limit, cancels or
 // resubmits, and no answer carries a credential, only its name (R27).
@@ -21,9 +22,14 @@ import (
 	"github.com/pollwarden/pollwarden/operations"
 )
 
-// MaxWait bounds one wait_job call, below the ~60 s request timeout of
-// common MCP clients.
+// MaxWait is how long one wait_job call holds by default, below the 60 s
+// request timeout of the TypeScript SDK and the hosts built on it.
 const MaxWait = 50 * time.Second
+
+// MaxWaitLimit bounds max_wait_seconds: a host whose calls may last longer
+// (one that resets its timeout on progress, or moves a long call to the
+// background) waits a 40-minute job in a handful of calls.
+const MaxWaitLimit = 600 * time.Second
 
 // Options wires the tools to the application the process built once.
 type Options struct {
@@ -33,7 +39,7 @@ type Options struct {
 	// Version is reported to the client.
 	Version string
 	// ProgressEvery is how often wait_job sends a progress notification
-	// when the client asked for them (default 5 s).
+	// when the client asked for them (default 15 s, as SPEC says).
 	ProgressEvery time.Duration
 	// Owner is recorded as the owner of the operations this server creates
 	// when it is not served through NewHTTPHandler (the stdio server;
@@ -59,10 +65,10 @@ const (
 )
 
 const instructions = `pollwarden waits on external asynchronous jobs for you, under a contract that bounds time and status requests.
-Flow: call watch_job ONCE per job (calling it again with the same arguments resumes the same operation), then call wait_job with the operation_id until phase is no longer "waiting". Do not poll get_job in a loop: wait_job holds server-side for up to 50 s and costs no provider request.
+Flow: call watch_job ONCE per job (calling it again with the same arguments resumes the same operation), then call wait_job with the operation_id until phase is no longer "waiting". Do not poll get_job in a loop: wait_job holds server-side (50 s by default, up to 600 s with max_wait_seconds, sending progress notifications every 15 s when given a progress token) and costs no provider request.
 phase "succeeded" carries the validated result; "failed" carries the provider's error; "escalated" means a person must decide (see escalation.options) - tell the user, you cannot decide it. No tool can raise a limit, cancel or resubmit a job; request_extension only records a request for an approver.
 Each operation is also the resource pollwarden://operations/{operation_id} (its outcome JSON); subscribing to it brings notifications/resources/updated on every phase change.
-A host with MCP tasks may run watch_job or wait_job as a task: the task id is the operation_id, its poll interval is the time to pollwarden's next status request, and input_required means a person must decide.`
+A host with MCP tasks may run watch_job, submit_job or wait_job as a task: the task id is the operation_id, its poll interval is the time to pollwarden's next status request, and input_required means a person must decide.`
 
 type server struct {
 	o Options
@@ -78,7 +84,7 @@ func NewServer(o Options) *sdk.Server {
 		panic("mcp.NewServer: Ops is required")
 	}
 	if o.ProgressEvery <= 0 {
-		o.ProgressEvery = 5 * time.Second
+		o.ProgressEvery = 15 * time.Second
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -128,7 +134,7 @@ Contracts loaded at start: ` + strings.Join(o.Ops.Contracts().Names(), ", ") + "
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolWaitJob,
 		Title:        "Wait for a job's phase to change",
-		Description:  `Hold until the operation's phase changes or max_wait_seconds pass (default and maximum 50), then return the record. The wait itself sends no provider request: pollwarden's scheduler polls on the contract's schedule. If phase is still "waiting" when time runs out, the answer's guidance says when the next status request is due and why; call wait_job again. phase "escalated" means a person must decide: escalation.message and escalation.options say what; tell the user, you cannot choose an option that grants authority. Sends progress notifications while waiting when the request carries a progress token. A host that can handle resource subscriptions may instead subscribe to pollwarden://operations/{operation_id}: it is notified on every phase change.`,
+		Description:  `Hold until the operation's phase changes or max_wait_seconds pass (default 50, at most 600: above 50 only if your client's request timeout allows it, or resets on progress), then return the record. The wait itself sends no provider request: pollwarden's scheduler polls on the contract's schedule. If phase is still "waiting" when time runs out, the answer's guidance says when the next status request is due and why; call wait_job again. phase "escalated" means a person must decide: escalation.message and escalation.options say what; tell the user, you cannot choose an option that grants authority. Sends progress notifications while waiting when the request carries a progress token. A host that can handle resource subscriptions may instead subscribe to pollwarden://operations/{operation_id}: it is notified on every phase change.`,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		OutputSchema: jobSchema,
 	}, textOnly(s.waitJob))
@@ -147,6 +153,7 @@ Contracts loaded at start: ` + strings.Join(o.Ops.Contracts().Names(), ", ") + "
 		OutputSchema: outputSchema[ExtensionAnswer](),
 	}, textOnly(s.requestExtension))
 	s.addResult(srv)
+	srv.AddReceivingMiddleware(numbersMiddleware)
 	s.addTasks(srv)
 	if o.TraceIncoming {
 		// Last, so outermost: every other middleware sees the context.

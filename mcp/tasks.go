@@ -14,7 +14,7 @@ import (
 	"github.com/pollwarden/pollwarden/mcptask"
 )
 
-// Tasks: watch_job and wait_job may run as MCP tasks, in the 2025-11-25
+// Tasks: watch_job, submit_job and wait_job may run as MCP tasks, in the 2025-11-25
 // shape (the client asks with params.task) or the extension's (the client
 // declares io.modelcontextprotocol/tasks, and the server decides). A task
 // is a view of one operation, computed from the store on every request:
@@ -28,9 +28,9 @@ const (
 	taskRetention = time.Hour
 	// decisionPoll is the poll interval of a task waiting for a person.
 	decisionPoll = 30 * time.Second
-	// pollMargin is added to the time to the next status request, so a
-	// host looks once its answer has been recorded.
-	pollMargin = time.Second
+	// duePoll is the poll interval once the next status request is due
+	// or in flight: its answer is recorded within moments.
+	duePoll = time.Second
 	// coreTasksVersion is the protocol version with tasks in the core.
 	coreTasksVersion = "2025-11-25"
 	methodDiscover   = "server/discover"
@@ -227,8 +227,8 @@ func advertiseTasks(res sdk.Result, declared bool) (sdk.Result, error) {
 	return &wire{v: m}, nil
 }
 
-// withTaskSupport marks watch_job and wait_job as task-capable in a
-// 2025-11-25 tools/list answer.
+// withTaskSupport marks the tools that may wait (watch_job, submit_job,
+// wait_job) as task-capable in a 2025-11-25 tools/list answer.
 func withTaskSupport(res sdk.Result) (sdk.Result, error) {
 	lr, ok := res.(*sdk.ListToolsResult)
 	if !ok {
@@ -243,7 +243,7 @@ func withTaskSupport(res sdk.Result) (sdk.Result, error) {
 		return nil, err
 	}
 	for _, t := range tools {
-		if t["name"] == ToolWatchJob || t["name"] == ToolWaitJob {
+		if name, _ := t["name"].(string); runsAsTask(name) {
 			t["execution"] = map[string]any{"taskSupport": "optional"}
 		}
 	}
@@ -278,19 +278,19 @@ func (s *server) callAsTask(ctx context.Context, req *sdk.CallToolRequest, call 
 	case asked:
 		shape = coreTask
 	}
-	waits := p.Name == ToolWatchJob || p.Name == ToolWaitJob
+	waits := runsAsTask(p.Name)
 	switch {
 	case shape == noTask:
 		return nil, nil, false
 	case !waits && shape == coreTask:
 		// -32601, which the specification suggests, is rewritten by the SDK
 		// into a bare "method not found"; this code keeps the message.
-		return nil, rpcError(mcptask.CodeInvalidParams, "%s does not run as a task; call it without the task parameter (watch_job and wait_job may run as tasks)", display.Clip(p.Name)), true
+		return nil, rpcError(mcptask.CodeInvalidParams, "%s does not run as a task; call it without the task parameter (watch_job, submit_job and wait_job may run as tasks)", display.Clip(p.Name)), true
 	case !waits:
 		return nil, nil, false
 	}
 	var id string
-	if p.Name == ToolWatchJob {
+	if p.Name != ToolWaitJob { // watch_job, submit_job: create, then the task is the operation
 		res, err := call()
 		if err != nil {
 			return res, err, true
@@ -366,6 +366,12 @@ func answerID(r *sdk.CallToolResult) string {
 	b, _ := json.Marshal(r.StructuredContent)
 	_ = json.Unmarshal(b, &a)
 	return a.OperationID
+}
+
+// runsAsTask tells the tools that may run as tasks (SPEC "MCP tasks"):
+// those that start or follow a wait.
+func runsAsTask(name string) bool {
+	return name == ToolWatchJob || name == ToolSubmitJob || name == ToolWaitJob
 }
 
 // toolResult is the tool's answer for op, as watch_job or wait_job give it.

@@ -34,8 +34,9 @@ state: {path: state, pending: [running], success: [succeeded], failure: [failed]
 result: {require: [{path: result.url, kind: url}], error_path: error}
 backoff: %s
 cancel: {url: "%s/jobs/{job_id}/cancel", method: POST}
+submit: {url: "%s/jobs", job_id_path: id}
 limits: {deadline: 1h, max_status_requests: 20}
-`, name, srv.URL(), backoff, srv.URL())
+`, name, srv.URL(), backoff, srv.URL(), srv.URL())
 		if err := os.WriteFile(filepath.Join(contracts, name+".yaml"), []byte(c), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,7 @@ func TestTasksCoreShapeConformsToTheSpecification(t *testing.T) {
 			} `json:"execution"`
 		} `json:"tools"`
 	}](t, tools).Tools {
-		want := l.Name == "watch_job" || l.Name == "wait_job"
+		want := l.Name == "watch_job" || l.Name == "submit_job" || l.Name == "wait_job"
 		if got := l.Execution != nil && l.Execution.TaskSupport == "optional"; got != want {
 			t.Errorf("%s: taskSupport optional is %v, want %v", l.Name, got, want)
 		}
@@ -164,6 +165,18 @@ func TestTasksCoreShapeConformsToTheSpecification(t *testing.T) {
 	get := func(id string) func() json.RawMessage {
 		return func() json.RawMessage { return r.call("tasks/get", map[string]any{"taskId": id}) }
 	}
+	// submit_job as a task: sent once, and the task is its operation.
+	prov.Script("sub-1", fp.State("running", nil)) // the job the fake provider creates first
+	created = r.call("tools/call", map[string]any{"name": "submit_job", "task": map[string]any{"ttl": 60000},
+		"arguments": map[string]any{"contract": "task-slow", "body": map[string]any{"q": 1}, "operation_id": "op-sub"}})
+	validate(t, specSchema(t, v, "CreateTaskResult"), "CreateTaskResult of submit_job", created)
+	if st := decode[struct{ Task wireTask }](t, created).Task; st.TaskID != "op-sub" || st.Status != "working" {
+		t.Fatalf("submit_job task: %s", created)
+	}
+	if prov.Submits() != 1 {
+		t.Fatalf("submit_job as a task sent %d submissions, want 1", prov.Submits())
+	}
+
 	// After the first status request the next is 5 to 10 minutes away:
 	// the poll interval says so, and looking costs the provider nothing.
 	for deadline := time.Now().Add(time.Minute); prov.Count("slow") < 1 && time.Now().Before(deadline); {
@@ -249,7 +262,7 @@ func TestTasksCoreShapeConformsToTheSpecification(t *testing.T) {
 		t.Errorf("unknown task answered code %d, want -32602", code)
 	}
 	if code, msg := r.rpcError("tools/call", map[string]any{"name": "get_job", "task": map[string]any{},
-		"arguments": map[string]any{"operation_id": "op-ok"}}); code != -32602 || !strings.Contains(msg, "watch_job and wait_job") {
+		"arguments": map[string]any{"operation_id": "op-ok"}}); code != -32602 || !strings.Contains(msg, "watch_job, submit_job and wait_job") {
 		t.Errorf("a task for get_job: %d %q", code, msg)
 	}
 	// Without a task the tools answer as before.

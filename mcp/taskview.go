@@ -59,13 +59,17 @@ func ttl(op *pollwarden.Operation) *int64 {
 	return &ms
 }
 
-// pollInterval is the time to pollwarden's next status request (nothing
-// can change before it), or a person's pace while a decision is awaited.
+// pollInterval is the true time to pollwarden's next status request
+// (nothing can change before it; no margin, so a host looks when the
+// request goes out), a second once it is due, or a person's pace while a
+// decision is awaited.
 func pollInterval(op *pollwarden.Operation, now time.Time) *int64 {
 	var d time.Duration
 	switch op.Phase {
 	case pollwarden.PhaseWaiting:
-		d = max(op.NextPollAt.Sub(now), 0) + pollMargin
+		if d = op.NextPollAt.Sub(now); d <= 0 {
+			d = duePoll
+		}
 	case pollwarden.PhaseEscalated:
 		d = decisionPoll
 	default:

@@ -2,13 +2,17 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/operations"
 )
 
@@ -40,8 +44,8 @@ func (s *server) waitJob(ctx context.Context, req *sdk.CallToolRequest, in WaitJ
 	d := MaxWait
 	if in.MaxWaitSeconds != nil {
 		n := *in.MaxWaitSeconds
-		if n < 1 || n > int(MaxWait/time.Second) {
-			return nil, JobAnswer{}, fmt.Errorf("max_wait_seconds must be between 1 and %d, got %d; call wait_job again to wait longer", int(MaxWait/time.Second), n)
+		if n < 1 || n > int(MaxWaitLimit/time.Second) {
+			return nil, JobAnswer{}, fmt.Errorf("max_wait_seconds must be between 1 and %d, got %d; call wait_job again to wait longer", int(MaxWaitLimit/time.Second), n)
 		}
 		d = time.Duration(n) * time.Second
 	}
@@ -125,4 +129,53 @@ func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, i
 		Message: fmt.Sprintf("Recorded your request in the audit log of %s. Nothing was granted: the deadline (%s) and the budget (%d of %d status requests used) are unchanged. Only an approver can extend it (pollwarden decide %s extend, once it has escalated). Tell the user you asked and why.",
 			op.ID, op.DeadlineAt.UTC().Format(time.RFC3339), op.StatusRequestsUsed, op.MaxStatusRequests, op.ID),
 	}, nil
+}
+
+// numberArgs are the integer arguments of each tool. Models (and the MCP
+// Inspector's CLI) often send them as strings ("500").
+var numberArgs = map[string][]string{
+	ToolWatchJob:         {"max_status_requests"},
+	ToolSubmitJob:        {"max_status_requests"},
+	ToolWaitJob:          {"max_wait_seconds"},
+	ToolRequestExtension: {"extra_status_requests"},
+}
+
+// numbersMiddleware takes a whole number sent as a JSON string ("500")
+// as that number, and refuses any other string in words a model can act
+// on ("max_status_requests must be a number"), before the SDK's schema
+// check would refuse it in its own terms. The published schemas still
+// say integer.
+func numbersMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		ctr, ok := req.(*sdk.CallToolRequest)
+		if method != "tools/call" || !ok || ctr.Params == nil || len(numberArgs[ctr.Params.Name]) == 0 {
+			return next(ctx, method, req)
+		}
+		var args map[string]json.RawMessage
+		if json.Unmarshal(ctr.Params.Arguments, &args) != nil {
+			return next(ctx, method, req)
+		}
+		changed := false
+		for _, name := range numberArgs[ctr.Params.Name] {
+			var s string
+			if json.Unmarshal(args[name], &s) != nil {
+				continue // absent, or not a string: the schema judges it
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				msg := fmt.Sprintf("%s must be a number (a whole number such as 5), got %s", name, strconv.Quote(display.Clip(s)))
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}, nil
+			}
+			args[name] = json.RawMessage(strconv.FormatInt(n, 10))
+			changed = true
+		}
+		if changed {
+			b, err := json.Marshal(args)
+			if err != nil {
+				return nil, err
+			}
+			ctr.Params.Arguments = b
+		}
+		return next(ctx, method, req)
+	}
 }

@@ -26,7 +26,7 @@ type OperationIn struct {
 // WaitJobIn is wait_job's input.
 type WaitJobIn struct {
 	OperationID    string `json:"operation_id" jsonschema:"the operation_id returned by watch_job"`
-	MaxWaitSeconds *int   `json:"max_wait_seconds,omitempty" jsonschema:"how long to hold, 1 to 50 (default 50)"`
+	MaxWaitSeconds *int   `json:"max_wait_seconds,omitempty" jsonschema:"how long to hold, 1 to 600 (default 50); above 50 only if your client's request timeout allows it or resets on progress"`
 }
 
 // ListJobsIn is list_jobs' input.

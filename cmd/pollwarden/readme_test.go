@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +141,63 @@ func TestReadmeFirstWait(t *testing.T) {
 	flat := strings.Join(strings.Fields(string(readme)), " ")
 	if !strings.Contains(flat, "`succeeded operation first-wait job batch_abc123 state completed requests 1/120`") {
 		t.Errorf("the README no longer quotes the outcome line its commands print")
+	}
+	t.Run("with its own stand-in", func(t *testing.T) { readmeWithOwnStandIn(t, bin, others, marked) })
+}
+
+// readmeWithOwnStandIn runs the README's stand-in block itself (python3's
+// http.server, moved to a free port) and then the first wait, as a reader
+// pastes them: the wait must not race the stand-in's start, so its first
+// status request is answered and the outcome is `requests 1/120`.
+func readmeWithOwnStandIn(t *testing.T, bin string, others, marked []string) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the README's stand-in needs python3")
+	}
+	var standIn string
+	for _, b := range others {
+		if strings.Contains(b, "http.server") {
+			standIn = b
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	if !strings.Contains(standIn, "18301") {
+		t.Fatalf("the README's stand-in block no longer uses port 18301:\n%s", standIn)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The stand-in block copies from the repository's contract/ directory.
+	if err := os.Symlink(filepath.Join(root, "contract"), filepath.Join(work, "contract")); err != nil {
+		t.Fatal(err)
+	}
+	script := "trap 'kill $(jobs -p) 2>/dev/null' EXIT\n" + strings.ReplaceAll(standIn, "18301", port) + "\n" + strings.Join(marked, "\n")
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = work
+	cmd.Env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + dir,
+		"XDG_STATE_HOME=" + filepath.Join(dir, "state"), "LANG=C.UTF-8"}
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README blocks failed: %v\n--- script\n%s\n--- output\n%s", err, script, b)
+	}
+	for _, want := range []string{"succeeded  operation first-wait  job batch_abc123  state completed  requests 1/120",
+		"status request 1 of 120: state completed"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the README's blocks, stand-in included, did not print %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "connection_refused") || strings.Contains(string(b), "transport failures 1/") {
+		t.Errorf("the first status request found no stand-in listening:\n%s", b)
 	}
 }
 

@@ -201,7 +201,7 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 	}
 	bigOut := filepath.Join(dir, "big.txt")
 	cli = start(t, "result", "op-big", "--store", store, "--contract", cfile, "--out", bigOut)
-	if code := cli.exitCode(t); code != 1 || !strings.Contains(cli.stderr.String(), "max_bytes") {
+	if code := cli.exitCode(t); code != 30 || !strings.Contains(cli.stderr.String(), "max_bytes") {
 		t.Fatalf("CLI big result: exit %d %s", code, cli.stderr.String())
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

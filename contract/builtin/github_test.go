@@ -16,7 +16,7 @@ func TestReplayGitHubActionsRun(t *testing.T) {
 		run(scenario{name: "null conclusion", bodies: []string{"running", "completed_null_conclusion"},
 			outcome: pollwarden.PhaseEscalated, reason: pollwarden.ReasonUnknownState, story: "state in_progress → completed_null_conclusion (provider said completed/null)"}),
 		run(scenario{name: "failure", bodies: []string{"failed"}, outcome: pollwarden.PhaseFailed, story: "state failure"}),
-		run(scenario{name: "the story names the repository", bodies: []string{"succeeded"}, outcome: pollwarden.PhaseSucceeded, story: "submitted job 30433642, deadline 16:20:00, budget 150 (max transport failures 3, max rate-limited answers 3; owner=octocat, repo=Hello-World)"}),
+		run(scenario{name: "the story names the repository", bodies: []string{"succeeded"}, outcome: pollwarden.PhaseSucceeded, story: "started watching job 30433642, deadline 16:20:00, budget 150 (max transport failures 3, max rate-limited answers 3; owner=octocat, repo=Hello-World)"}),
 		run(scenario{name: "startup failure", bodies: []string{"startup_failure"}, outcome: pollwarden.PhaseFailed, story: "state startup_failure"}),
 		run(scenario{name: "action required", bodies: []string{"action_required"}, outcome: pollwarden.PhaseFailed, story: "state action_required"}),
 		run(scenario{name: "cancelled", bodies: []string{"running", "cancelled"}, outcome: pollwarden.PhaseCancelled, story: "state in_progress → cancelled"}),

@@ -220,7 +220,7 @@ async function main() {
   await toolError("watch_job", { contract }, "exactly one");
   await toolError("watch_job", { contract, job_id: "x", max_status_requests: "ten" }, "max_status_requests");
   await toolError("get_job", { operation_id: "missing" }, "watch_job");
-  await toolError("wait_job", { operation_id: id, max_wait_seconds: 51 }, "max_wait_seconds");
+  await toolError("wait_job", { operation_id: id, max_wait_seconds: 601 }, "max_wait_seconds", "600");
   await toolError("list_jobs", { phase: "done" }, "phase");
   await toolError("request_extension", { operation_id: id, extra_time: "soon", extra_status_requests: 1, justification: "j" }, "extra_time");
 
