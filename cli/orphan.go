@@ -57,6 +57,9 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, curre
 	if current != nil {
 		if ch := policy.CompareContract(op, current); ch.Changed() {
 			then := "resuming refuses it: abandon this operation, or wait anew under the new contract with --operation-id and a new id"
+			if op.ContractFingerprint != "" {
+				then = "resuming goes on under the contract it was created with; an approver may move it to the new one with: pollwarden decide " + shellWord(op.ID) + " " + pollwarden.OptionUseCurrentContract
+			}
 			if ch.Adoptable {
 				then = "resuming takes it up, since it only lowers limits"
 			}

@@ -29,12 +29,12 @@ partial result. On stdout, a fetch that fails midway exits non-zero: what
 was written is not the result. A second fetch is allowed and recorded too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
+			st, op, contracts, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0], false)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: contracts, Clock: env.clock()})
 			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
 			if out == "" {
 				_, err := ops.FetchResult(cmd.Context(), p, env.Stdout)
@@ -44,7 +44,7 @@ was written is not the result. A second fetch is allowed and recorded too.`,
 		},
 	}
 	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
-	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
+	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name, checked against the stored contract (default: the stored contract)")
 	cmd.Flags().StringVar(&out, "out", "", "write the result to this file (renamed into place only when complete) instead of stdout")
 	cmd.Flags().StringVar(&auditKey, "audit-key", "", auditKeyHelp)
 	return cmd

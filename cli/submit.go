@@ -69,6 +69,9 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	if err != nil {
 		return usage(err)
 	}
+	if f.contract == "" && f.body == "" && f.opID != "" && len(vars) == 0 {
+		return env.resumeStored(ctx, "pollwarden submit", f.opID, f.store, f.auditKey, f.json, f.quiet)
+	}
 	body, err := readBody(f.body, env.Stdin)
 	if err != nil {
 		return usage(err)

@@ -76,6 +76,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if err != nil {
 		return usage(err)
 	}
+	if f.contract == "" && f.jobID == "" && f.statusURL == "" && f.opID != "" && len(vars) == 0 {
+		return env.resumeStored(ctx, "pollwarden wait", f.opID, f.store, f.auditKey, f.json, f.quiet)
+	}
 	ex, err := env.loadContract(f.contract)
 	if err != nil {
 		return err
