@@ -56,4 +56,3 @@ func (c *Controller) UseContract(ctx context.Context, id string, current *contra
 		return next, nil
 	})
 }
-
