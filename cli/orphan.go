@@ -62,6 +62,9 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, curre
 			}
 			if ch.Adoptable {
 				then = "resuming takes it up, since it only lowers limits"
+				if op.ContractFingerprint != "" {
+					then = "resuming with --contract takes it up, since it only lowers limits"
+				}
 			}
 			lines = append(lines, fmt.Sprintf("  contract %s changed since it was created: %s; %s.",
 				display.Value(op.Contract), display.Text(strings.Join(ch.Changes, ", ")), then))
