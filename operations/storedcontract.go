@@ -57,7 +57,7 @@ func (s *Service) offerCurrentContract(op *pollwarden.Operation) {
 	if op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil {
 		return
 	}
-	ex, ch := s.currentDiffers(op)
+	ex, _ := s.currentDiffers(op)
 	if ex == nil {
 		return
 	}
@@ -66,8 +66,9 @@ func (s *Service) offerCurrentContract(op *pollwarden.Operation) {
 			return
 		}
 	}
-	op.Escalation.Options = append(op.Escalation.Options, pollwarden.Option{
-		ID: pollwarden.OptionUseCurrentContract, Label: policy.UseContractLabel(ch), GrantsAuthority: true})
+	if opt := policy.UseContractOption(op, ex.Contract()); opt != nil {
+		op.Escalation.Options = append(op.Escalation.Options, *opt)
+	}
 }
 
 // useCurrentContract moves op onto the loaded contract of its name at an
