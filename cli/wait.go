@@ -31,7 +31,7 @@ type waitFlags struct {
 func waitCmd(env Env) *cobra.Command {
 	var f waitFlags
 	cmd := &cobra.Command{
-		Use:   "wait --contract FILE|NAME (--job-id ID | --status-url URL)",
+		Use:   "wait (--contract FILE|NAME (--job-id ID | --status-url URL) | --operation-id ID)",
 		Short: "Wait in the foreground for one job, within a deadline and a request budget",
 		Long: `wait creates the operation record (or resumes it, counters intact, when
 --operation-id names one that exists) and polls the job's status until an
@@ -40,6 +40,11 @@ job, so running the same command again resumes instead of starting over.
 An edited contract file never starts a fresh budget: an unfinished operation
 on the job takes up an edit that only lowers limits, and any other edit is
 refused (exit 2) with what changed and the commands to choose.
+
+The store keeps the contract each operation was created under: --operation-id
+ID alone (no --contract, no --job-id) resumes it with its contract, job and
+variables, from any directory. With --contract, the file must be that
+contract, or the resume is refused (exit 2) saying what differs.
 
 Exit codes: 0 succeeded · 10 failed · 11 cancelled · 12 expired ·
 20 deadline_exceeded · 21 request_budget_exhausted · 22 rate_limited ·
