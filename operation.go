@@ -188,6 +188,11 @@ type Operation struct {
 	// have lowered or raised them, value by value. Nil for a record
 	// created before they were kept.
 	ContractLimits *ContractLimits `json:"contract_limits,omitempty"`
+	// ContractFingerprint names the contract the operation runs under, as
+	// the store keeps it (StoredContract): every door acting on the
+	// operation uses that one, whatever file of its name is loaded. Empty
+	// for a record created before contracts were kept.
+	ContractFingerprint string `json:"contract_fingerprint,omitempty"`
 
 	// Version increases with every saved change; a save names the version
 	// it read so that a concurrent change is detected, never overwritten.

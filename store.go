@@ -65,6 +65,7 @@ type Store interface {
 	AuditHead(ctx context.Context) (pos int64, hash string, err error)
 	// Close releases the store's resources.
 	Close() error
+	ContractKeeper
 }
 
 // ListParams filters OperationList. Zero values mean "any".

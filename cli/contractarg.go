@@ -11,6 +11,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/operations"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // loadContract reads --contract: a file path, or a contract name looked up
@@ -59,10 +60,15 @@ func (env Env) loadContract(arg string) (*contract.Extractor, error) {
 func contractOf(ex *contract.Extractor) *pollwarden.Contract { return ex.Contract() }
 
 // operationAndContract opens the store for writing, reads operation id as
-// the local caller and loads contractArg, defaulting to the operation's own
-// contract name: what every command acting on one stored operation needs
-// first. The caller closes st.
-func (env Env) operationAndContract(ctx context.Context, store, auditKey, contractArg, id string) (st pollwarden.Store, op *pollwarden.Operation, ex *contract.Extractor, err error) {
+// the local caller and, when contractArg is given, loads it: what every
+// command acting on one stored operation needs first. Without
+// contractArg, contracts finds nothing but the fallback for an operation
+// created before the store kept its contract (its name in
+// $POLLWARDEN_CONTRACTS, or a built-in); the operation's own stored
+// contract needs no file. A contractArg that differs from the stored one
+// is refused naming what differs, unless mayDiffer (the decision that
+// moves the operation onto it). The caller closes st.
+func (env Env) operationAndContract(ctx context.Context, store, auditKey, contractArg, id string, mayDiffer bool) (st pollwarden.Store, op *pollwarden.Operation, contracts operations.Contracts, err error) {
 	st, _, err = env.openStoreKey(ctx, store, auditKey, true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -73,11 +79,31 @@ func (env Env) operationAndContract(ctx context.Context, store, auditKey, contra
 		return nil, nil, nil, usage(err)
 	}
 	if contractArg == "" {
-		contractArg = op.Contract
+		return st, op, namedContracts{env}, nil
 	}
-	if ex, err = env.loadContract(contractArg); err != nil {
+	ex, err := env.loadContract(contractArg)
+	if err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}
-	return st, op, ex, nil
+	if op.ContractFingerprint != "" && !mayDiffer {
+		if err := differsFromStored(op, ex.Contract()); err != nil {
+			st.Close()
+			return nil, nil, nil, usage(err)
+		}
+	}
+	return st, op, operations.Only(ex), nil
+}
+
+// differsFromStored refuses c for op when it is not the contract op runs
+// under, naming what differs.
+func differsFromStored(op *pollwarden.Operation, c *pollwarden.Contract) error {
+	if c.Name != op.Contract {
+		return fmt.Errorf("operation %s runs under contract %s, not %s; leave out --contract: the store keeps the operation's contract", op.ID, op.Contract, c.Name)
+	}
+	if ch := policy.CompareContract(op, c); ch.Changed() {
+		return fmt.Errorf("--contract %s differs from the contract operation %s runs under (%s); leave out --contract to use the one the store keeps, or move the operation onto this one with: pollwarden decide %s %s --contract FILE",
+			c.Name, op.ID, strings.Join(ch.Changes, ", "), shellWord(op.ID), pollwarden.OptionUseCurrentContract)
+	}
+	return nil
 }

@@ -27,12 +27,14 @@ and the operation then keeps observing until the provider reports an end
 state. A second cancel sends nothing unless the contract documents cancel
 as idempotent.
 
-The decision uses the contract the operation was created under: a
---contract file of the same name that differs is refused, naming what
-differs.`,
+The decision uses the contract the operation runs under, as the store
+keeps it: no contract file is needed. A --contract file that differs is
+refused, naming what differs, except with use_current_contract, which
+moves a waiting or escalated operation onto that file (approver only;
+counters kept, limits lowered where the file's are lower).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
+			st, op, contracts, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0], args[1] == pollwarden.OptionUseCurrentContract)
 			if err != nil {
 				return err
 			}
@@ -45,7 +47,7 @@ differs.`,
 			}
 			// Whoever can write the store file acts as an approver here.
 			caller := operations.Caller{Caller: tokens.Caller{Actor: pollwarden.Actor{Name: by, Role: pollwarden.RoleApprover}}, Local: true, Owner: by}
-			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: contracts, Clock: env.clock()})
 			next, err := ops.Decide(cmd.Context(), operations.DecisionParams{Caller: caller, ID: op.ID, Option: args[1], Note: note})
 			if err != nil {
 				if _, refused := operations.AsProblems(err); refused {
@@ -58,7 +60,7 @@ differs.`,
 		},
 	}
 	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
-	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
+	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name: checked against the stored contract, or the one use_current_contract moves the operation onto (default: the stored contract)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides (default $USER)")
 	cmd.Flags().StringVar(&note, "note", "", "why, recorded with the decision")
 	cmd.Flags().StringVar(&auditKey, "audit-key", "", auditKeyHelp)

@@ -42,8 +42,14 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, curre
 	if current != nil {
 		if ch := policy.CompareContract(op, current); ch.Changed() {
 			then := "resuming refuses it: abandon this operation, or wait anew under the new contract with --operation-id and a new id"
+			if op.ContractFingerprint != "" {
+				then = "resuming goes on under the contract it was created with; an approver may move it to the new one with: pollwarden decide " + shellWord(op.ID) + " " + pollwarden.OptionUseCurrentContract
+			}
 			if ch.Adoptable {
 				then = "resuming takes it up, since it only lowers limits"
+				if op.ContractFingerprint != "" {
+					then = "resuming with --contract takes it up, since it only lowers limits"
+				}
 			}
 			lines = append(lines, fmt.Sprintf("  contract %s changed since it was created: %s; %s.",
 				display.Value(op.Contract), display.Text(strings.Join(ch.Changes, ", ")), then))

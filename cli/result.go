@@ -43,12 +43,12 @@ result.fetch, a URL off the contract's origins, max_fetches spent) · 1
 internal error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, op, ex, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0])
+			st, op, contracts, err := env.operationAndContract(cmd.Context(), store, auditKey, contractArg, args[0], false)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: operations.Only(ex), Clock: env.clock()})
+			ops := operations.New(operations.Options{Controller: env.newController(st), Contracts: contracts, Clock: env.clock()})
 			p := operations.ResultParams{Caller: env.localCaller(), ID: op.ID}
 			if out == "" || out == "-" {
 				_, err := ops.FetchResult(cmd.Context(), p, env.Stdout)
@@ -58,7 +58,7 @@ internal error.`,
 		},
 	}
 	cmd.Flags().StringVar(&store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else the user's state directory)")
-	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name (default: the operation's contract name in $POLLWARDEN_CONTRACTS)")
+	cmd.Flags().StringVar(&contractArg, "contract", "", "contract file or name, checked against the stored contract (default: the stored contract)")
 	cmd.Flags().StringVar(&out, "out", "", "write the result to this file (renamed into place only when complete) instead of stdout; - is stdout")
 	cmd.Flags().StringVar(&auditKey, "audit-key", "", auditKeyHelp)
 	return cmd

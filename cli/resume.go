@@ -11,10 +11,15 @@ import (
 	"github.com/pollwarden/pollwarden/internal/display"
 )
 
-// resumeCommand is the wait command that resumes op as it was created,
-// in the store named by storeFlag (--store as given; empty when the
+// resumeCommand is the wait command that resumes op as it was created
+// (its id alone when the store keeps its contract; its contract, job and
+// variables for a record from before), in the store named by storeFlag (--store as given; empty when the
 // environment or the default named it, which the command finds again).
 func resumeCommand(op *pollwarden.Operation, contractArg, storeFlag string) string {
+	if op.ContractFingerprint != "" {
+		// The store keeps its contract, job and variables: the id says it all.
+		return fmt.Sprintf("pollwarden wait --operation-id %s%s", shellWord(op.ID), storeWords(storeFlag))
+	}
 	job := "--job-id " + shellWord(op.ProviderJobID)
 	if op.ProviderJobID == "" {
 		job = "--status-url " + shellWord(op.StatusURL)

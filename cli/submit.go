@@ -28,7 +28,7 @@ type submitFlags struct {
 func submitCmd(env Env) *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
-		Use:   "submit --contract FILE|NAME --body FILE|-",
+		Use:   "submit (--contract FILE|NAME --body FILE|- | --operation-id ID)",
 		Short: "Submit a job under the contract's submit block, then wait for it like wait",
 		Long: `submit records the operation (limits, the body's digest and, where the
 contract declares one, an idempotency key) before sending the submission,
@@ -37,7 +37,9 @@ exactly like wait. Running the same command again resumes it and never
 submits twice: without a declared idempotency key an interrupted submission
 is never re-sent, and the operation escalates for a person to look the job
 up or resubmit. Without --operation-id the id is derived from the contract,
-the body, the variables and the credential name.
+the body, the variables and the credential name. --operation-id ID alone
+(no --contract, no --body) resumes it under the contract, body and
+variables the store keeps.
 
 Exit codes are wait's; with --no-wait, 0 once the job id is recorded.
 
@@ -68,6 +70,9 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 	vars, err := parseVarFlags(f.vars)
 	if err != nil {
 		return usage(err)
+	}
+	if f.contract == "" && f.body == "" && f.opID != "" && len(vars) == 0 {
+		return env.resumeStored(ctx, "pollwarden submit", f.opID, f.store, f.auditKey, f.json, f.quiet)
 	}
 	body, err := readBody(f.body, env.Stdin)
 	if err != nil {

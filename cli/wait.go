@@ -32,7 +32,7 @@ type waitFlags struct {
 func waitCmd(env Env) *cobra.Command {
 	var f waitFlags
 	cmd := &cobra.Command{
-		Use:   "wait --contract FILE|NAME (--job-id ID | --status-url URL)",
+		Use:   "wait (--contract FILE|NAME (--job-id ID | --status-url URL) | --operation-id ID)",
 		Short: "Wait in the foreground for one job, within a deadline and a request budget",
 		Long: `wait creates the operation record (or resumes it, counters intact, when
 --operation-id names one that exists) and polls the job's status until an
@@ -41,6 +41,11 @@ job, so running the same command again resumes instead of starting over.
 An edited contract file never starts a fresh budget: an unfinished operation
 on the job takes up an edit that only lowers limits, and any other edit is
 refused (exit 2) with what changed and the commands to choose.
+
+The store keeps the contract each operation was created under: --operation-id
+ID alone (no --contract, no --job-id) resumes it with its contract, job and
+variables, from any directory. With --contract, the file must be that
+contract, or the resume is refused (exit 2) saying what differs.
 
 Progress goes to stderr: a live line on a terminal; otherwise (a CI log, a
 file, a pipe) a timestamped line for each status request and phase change,
@@ -80,6 +85,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	vars, err := parseVarFlags(f.vars)
 	if err != nil {
 		return usage(err)
+	}
+	if f.contract == "" && f.jobID == "" && f.statusURL == "" && f.opID != "" && len(vars) == 0 {
+		return env.resumeStored(ctx, "pollwarden wait", f.opID, f.store, f.auditKey, f.json, f.quiet)
 	}
 	ex, err := env.loadContract(f.contract)
 	if err != nil {

@@ -154,7 +154,7 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 // cancelDocumented reports whether op's contract documents a cancel
 // call, without which no cancel button is shown.
 func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
-	ex, ok := c.ops.Contracts().Get(op.Contract)
+	ex, ok := c.contractOf(op)
 	return ok && ex.Contract().Cancel != nil
 }
 

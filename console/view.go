@@ -104,7 +104,7 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		}
 	}
 	v.Result, v.ProviderError = pretty(op.Result), pretty(op.ProviderError)
-	if ex, ok := c.ops.Contracts().Get(op.Contract); ok && ex.Contract().Escalation.ConsoleURL != "" {
+	if ex, ok := c.contractOf(op); ok && ex.Contract().Escalation.ConsoleURL != "" {
 		if u, err := uritemplate.Expand(ex.Contract().Escalation.ConsoleURL, map[string]string{"job_id": op.ProviderJobID}); err == nil {
 			v.ConsoleURL = u
 		}

@@ -20,6 +20,10 @@ func (s noEvents) OperationCreate(ctx context.Context, op *pollwarden.Operation,
 	return s.Store.OperationCreate(ctx, op, nil)
 }
 
+func (s noEvents) OperationCreateUnder(ctx context.Context, op *pollwarden.Operation, _ []pollwarden.Event, c *pollwarden.StoredContract) error {
+	return s.Store.OperationCreateUnder(ctx, op, nil, c)
+}
+
 func (s noEvents) OperationSave(ctx context.Context, p pollwarden.SaveParams) error {
 	p.Events = nil
 	return s.Store.OperationSave(ctx, p)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -28,8 +29,13 @@ func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarde
 	if !ch.Adoptable {
 		return nil, fmt.Errorf("%w: contract %s changed in a way that could widen the operation: %s", pollwarden.ErrInvalid, ct.Name, strings.Join(ch.Changes, ", "))
 	}
+	sc := contract.Stored(ct)
+	if err := c.store.ContractPut(ctx, sc); err != nil {
+		return nil, err
+	}
 	now := c.clock.Now()
 	next, ev := policy.AdoptContract(op, ct, ch, now, by)
+	next.ContractFingerprint = sc.Fingerprint
 	if err := c.save(ctx, next, []pollwarden.Event{ev}, now); err != nil {
 		return nil, err
 	}

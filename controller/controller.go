@@ -87,6 +87,8 @@ type Controller struct {
 	tracer     trace.Tracer
 	traced     bool
 	callbacks  callbackLedgers
+	// kept holds the contracts operations run under, by fingerprint.
+	kept *contract.Kept
 }
 
 // New checks opts and returns a Controller.
@@ -107,8 +109,12 @@ func New(opts Options) *Controller {
 	r := &lockedRand{r: opts.Rand}
 	return &Controller{store: opts.Store, prober: opts.Prober, clock: opts.Clock, rand: r, factors: policy.NewFactorSequence(r),
 		owner: opts.Owner, leaseRetry: opts.LeaseRetry, leaseSlack: opts.LeaseSlack, onChange: opts.OnChange, observer: opts.Observer,
-		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil}
+		tracer: defaultTracer(opts.Tracer), traced: opts.Tracer != nil, kept: contract.NewKept(opts.Store)}
 }
+
+// Kept finds the contract each operation runs under, compiled once per
+// fingerprint: the one cache of this controller's process.
+func (c *Controller) Kept() *contract.Kept { return c.kept }
 
 // Store returns the controller's store, for doors that only read.
 func (c *Controller) Store() pollwarden.Store { return c.store }
@@ -158,7 +164,7 @@ func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Extractor, p po
 // create writes fresh with its first events, or resumes the operation
 // another process created under its id first.
 func (c *Controller) create(ctx context.Context, ex *contract.Extractor, p policy.NewParams, fresh *pollwarden.Operation, events []pollwarden.Event) (*pollwarden.Operation, bool, error) {
-	err := c.store.OperationCreate(ctx, fresh, events)
+	err := c.createUnder(ctx, ex, fresh, events)
 	if errors.Is(err, pollwarden.ErrExists) {
 		return c.Submit(ctx, ex, p) // created first elsewhere: resume that one
 	}

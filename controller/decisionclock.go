@@ -36,7 +36,10 @@ func (c *Controller) DecisionTick(ctx context.Context, lookup Lookup) (time.Time
 	var next time.Time
 	var errs []error
 	for _, op := range ops {
-		ex, ok := lookup(op.Contract)
+		ex, ok, kerr := c.kept.Of(ctx, op)
+		if kerr == nil && !ok {
+			ex, ok = lookup(op.Contract) // a record from before contracts were kept
+		}
 		if !ok || policy.CheckContract(op, ex.Contract()) != nil {
 			// Without the contract it was created under, no default can be
 			// applied (a person's decision is refused the same way): the

@@ -37,7 +37,7 @@ func (c *Controller) submitJob(ctx context.Context, ex *contract.Extractor, p po
 	op, err := c.store.OperationGet(ctx, p.ID)
 	switch {
 	case errors.Is(err, pollwarden.ErrNotFound):
-		err = c.store.OperationCreate(ctx, fresh, events)
+		err = c.createUnder(ctx, ex, fresh, events)
 		if errors.Is(err, pollwarden.ErrExists) {
 			return c.submitJob(ctx, ex, p, body)
 		}

@@ -90,9 +90,9 @@ func changeRefusal(p CreateParams, op *pollwarden.Operation, ct *pollwarden.Cont
 	// name the old contract file, which is gone.
 	pr := refuse(Conflict, "contract", "contract %s changed since operation %s was created for job %s (%s, %d of %d status requests used): %s. "+
 		"An edited contract never gives an operation a new budget, and a running operation takes up only an edit that lowers its limits. "+
-		"Abandon %s first (pollwarden decide %s abandon), or %s to wait under the new contract as a new operation. Nothing was sent and the record is unchanged.",
+		"Abandon %s first (pollwarden decide %s abandon), or %s to wait under the new contract as a new operation%s. Nothing was sent and the record is unchanged.",
 		display.Value(ct.Name), display.Value(op.ID), display.Value(jobOf(op)), op.Phase, op.StatusRequestsUsed, op.MaxStatusRequests,
-		strings.Join(changes, ", "), display.Value(op.ID), op.ID, start)
+		strings.Join(changes, ", "), display.Value(op.ID), op.ID, start, moveWords(op))
 	return pr
 }
 

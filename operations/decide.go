@@ -135,7 +135,10 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 	if err != nil {
 		return nil, err
 	}
-	ex, err := s.contractOf(op)
+	if p.Option == pollwarden.OptionUseCurrentContract {
+		return s.useCurrentContract(ctx, p, op)
+	}
+	ex, err := s.contractOf(ctx, op)
 	if err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func (s *Service) Wait(ctx context.Context, p WaitParams) (*pollwarden.Operation
 	if !p.Caller.sees(op) { // an owner never changes; checked again all the same
 		return nil, notFound(p.ID)
 	}
-	return op, nil
+	return s.withOffers(op), nil
 }
 
 // Follow steps operation id in this process until it is final (an
@@ -163,7 +163,7 @@ func (s *Service) Follow(ctx context.Context, c Caller, id string, progress cont
 	if err != nil {
 		return nil, err
 	}
-	ex, err := s.contractOf(op)
+	ex, err := s.contractOf(ctx, op)
 	if err != nil {
 		return nil, err
 	}

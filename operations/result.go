@@ -32,7 +32,7 @@ func (s *Service) FetchResult(ctx context.Context, p ResultParams, w io.Writer) 
 	if err != nil {
 		return controller.ResultFetch{}, err
 	}
-	ex, err := s.contractOf(op)
+	ex, err := s.contractOf(ctx, op)
 	if err != nil {
 		return controller.ResultFetch{}, err
 	}

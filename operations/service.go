@@ -173,15 +173,6 @@ func (s *Reader) visible(ctx context.Context, c Caller, id string) (*pollwarden.
 	return op, nil
 }
 
-// contractOf is the loaded contract op was created under.
-func (s *Service) contractOf(op *pollwarden.Operation) (*contract.Extractor, error) {
-	ex, ok := s.o.Contracts.Get(op.Contract)
-	if !ok {
-		return nil, refuse(Conflict, "", "operation %s uses contract %s, which is not loaded now", op.ID, op.Contract)
-	}
-	return ex, nil
-}
-
 // Only is the Contracts of a door handed one contract (the CLI's
 // --contract FILE|NAME): it answers ex for every name, so a decision on an
 // operation made under a contract of another name or content reaches the

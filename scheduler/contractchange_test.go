@@ -14,29 +14,43 @@ import (
 
 // TestReloadedContractIsNeverSilent: after a reload brings an edited
 // file, the daemon takes up an edit that only lowers a limit (the story
-// says so, old → new) and escalates, sending nothing, an operation whose
-// contract changed in a way that could widen it, instead of polling it
-// under a file it was not created under.
+// says so, old → new). Any other edit is never applied on its own: an
+// operation whose store keeps its contract goes on under that one, its
+// limits as they were; one created before contracts were kept (nothing
+// else to run under) is escalated, sending nothing, naming the change.
 func TestReloadedContractIsNeverSilent(t *testing.T) {
 	r := newRig(t)
 	ctl := r.controller(r.store, "owner-a", nil)
-	lowered, raised := r.compile("low", ""), r.compile("high", "")
+	lowered, raised, legacy := r.compile("low", ""), r.compile("high", ""), r.compile("legacy", "")
 	r.srv.Script("j-low", fp.State("running", nil))
 	r.srv.Script("j-high", fp.State("running", nil))
+	r.srv.Script("j-legacy", fp.State("running", nil))
 	r.submit(ctl, lowered, "op-low", "j-low")
 	r.submit(ctl, raised, "op-high", "j-high")
+	r.submit(ctl, legacy, "op-legacy", "j-legacy")
+	old := r.get("op-legacy")
+	old.ContractFingerprint = "" // as a record written before contracts were kept
+	if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: old}); err != nil {
+		t.Fatal(err)
+	}
 	r.contract("low", ", max_transport_failures: 1") // from the default 3: taken up
-	r.contract("high", ", max_rate_limited: 9")      // from the default 3: refused
+	r.contract("high", ", max_rate_limited: 9")      // from the default 3: not applied
+	r.contract("legacy", ", max_rate_limited: 9")
 	sched := scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Poll: 50 * time.Millisecond})
 	run := start(sched)
-	waitFor(t, "both operations to stop waiting", 30*time.Second, func() bool { return r.waiting() == 0 })
+	waitFor(t, "every operation to stop waiting", 30*time.Second, func() bool { return r.waiting() == 0 })
 	run.stop(t)
 
 	high := r.get("op-high")
-	if high.Phase != pollwarden.PhaseEscalated || high.Reason != pollwarden.ReasonIntegrationFailure || r.srv.Count("j-high") != 0 ||
-		high.Escalation == nil || !strings.Contains(high.Escalation.Message, "limits.max_rate_limited 3 → 9") {
-		t.Errorf("raised limit: %s/%s, %d sent, escalation %+v; want escalated naming the change, nothing sent",
-			high.Phase, high.Reason, r.srv.Count("j-high"), high.Escalation)
+	if high.Reason != pollwarden.ReasonRequestBudgetExhausted || high.MaxRateLimited != 3 || r.srv.Count("j-high") != 5 {
+		t.Errorf("raised limit, contract kept: %s/%s, max rate limited %d, %d sent; want polled under its stored contract to its budget",
+			high.Phase, high.Reason, high.MaxRateLimited, r.srv.Count("j-high"))
+	}
+	gone := r.get("op-legacy")
+	if gone.Phase != pollwarden.PhaseEscalated || gone.Reason != pollwarden.ReasonIntegrationFailure || r.srv.Count("j-legacy") != 0 ||
+		gone.Escalation == nil || !strings.Contains(gone.Escalation.Message, "limits.max_rate_limited 3 → 9") {
+		t.Errorf("raised limit, no contract kept: %s/%s, %d sent, escalation %+v; want escalated naming the change, nothing sent",
+			gone.Phase, gone.Reason, r.srv.Count("j-legacy"), gone.Escalation)
 	}
 	low := r.get("op-low")
 	if low.MaxTransportFailures != 1 || low.Reason != pollwarden.ReasonRequestBudgetExhausted || r.srv.Count("j-low") != 5 {

@@ -229,7 +229,10 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			}
 			continue
 		}
-		ex, ok := s.contracts.Get(op.Contract)
+		ex, ok, err := s.contractFor(ctx, op)
+		if err != nil {
+			continue // the store could not be read: looked at again next walk
+		}
 		if !ok {
 			// Escalated naming the contract rather than left waiting for
 			// ever. Nothing is sent, so neither a ceiling nor pacing

@@ -365,7 +365,7 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwa
 		// Wall-clock difference, like the due times themselves.
 		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
 	}
-	op, changed := s.contractChanged(ctx, ex, op)
+	op, ex, changed := s.contractChanged(ctx, ex, op)
 	if changed != nil {
 		res, err := s.ctl.StepChangedContract(ctx, op, *changed)
 		if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
@@ -438,12 +438,23 @@ func (s *Scheduler) logStepError(ctx context.Context, op *pollwarden.Operation, 
 }
 
 // contractChanged compares op with its contract as loaded now (a reload
-// may have brought an edited file): an edit that only lowers limits is
-// taken up (controller.AdoptContract) and op returned as adopted; any
-// other is returned, for the operation to be escalated rather than
-// polled under a file it was not created under.
-func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, *policy.ContractChange) {
-	ct := ex.Contract()
+// may have brought an edited file, or this process loads another file of
+// the name): an edit that only lowers limits is taken up
+// (controller.AdoptContract) and op returned as adopted, with the contract
+// to step it under. Any other difference leaves an operation whose store
+// keeps its contract going on under that one (ex); one created before
+// contracts were kept has nothing else to run under, and the difference
+// is returned, for it to be escalated rather than polled under a file it
+// was not created under.
+func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, *contract.Extractor, *policy.ContractChange) {
+	loaded := ex
+	if op.ContractFingerprint != "" {
+		var ok bool
+		if loaded, ok = s.contracts.Get(op.Contract); !ok || loaded.Contract().Name != op.Contract {
+			return op, ex, nil
+		}
+	}
+	ct := loaded.Contract()
 	d, ok := s.digests.Load(ct)
 	if !ok {
 		d, _ = s.digests.LoadOrStore(ct, policy.ContractDigest(ct))
@@ -451,16 +462,20 @@ func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Extractor,
 	ch := policy.CompareDigests(op, ct, d.(map[string]string))
 	switch {
 	case !ch.Changed():
-		return op, nil
+		return op, ex, nil
+	case !ch.Adoptable && op.ContractFingerprint != "":
+		// Never applied on its own: an approver may choose
+		// use_current_contract once the operation is escalated.
+		return op, ex, nil
 	case !ch.Adoptable:
-		return op, &ch
+		return op, ex, &ch
 	}
 	next, err := s.ctl.AdoptContract(ctx, op.ID, ct, "the daemon, after its contracts were reloaded")
 	if err != nil {
 		// Polled under the stored, higher limits meanwhile: the edit only
 		// lowers them, so nothing is widened; the next step tries again.
 		s.log.Info("edited contract not taken up yet", "operation", op.ID, "contract", op.Contract, "err", err)
-		return op, nil
+		return op, ex, nil
 	}
-	return next, nil
+	return next, loaded, nil
 }

@@ -274,8 +274,8 @@ func TestTwoSchedulersShareOperations(t *testing.T) {
 	}
 }
 
-// TestMissingContractEscalates: a due operation whose contract left the
-// set is escalated integration_failure naming the contract (or
+// TestMissingContractEscalates: a due operation created before contracts
+// were kept, whose contract left the set, is escalated integration_failure naming the contract (or
 // deadline_exceeded once past its deadline), logged once, with nothing
 // sent, and does not hold back the others; when the contract is back an
 // approver's extension runs it to its end.
@@ -289,18 +289,27 @@ func missingContractEscalates(t *testing.T, r *rig) {
 		job := fmt.Sprintf("gone-%02d", i)
 		r.srv.Script(job, fp.Succeeded("https://files.example.com/"+job))
 		r.submit(ctl, gone, "op-"+job, job)
+		// As a record written before contracts were kept: only the
+		// loaded contract of its name could run it.
+		op := r.get("op-" + job)
+		op.ContractFingerprint = ""
 		if i%5 == 0 { // past its deadline by the time it is looked at
-			op := r.get("op-" + job)
 			op.DeadlineAt = r.clock.Now().Add(-time.Second)
-			if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err := r.store.OperationSave(context.Background(), pollwarden.SaveParams{Op: op}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for i := range 20 {
 		job := fmt.Sprintf("kept-%02d", i)
 		r.srv.Script(job, fp.State("running", nil), fp.Succeeded("https://files.example.com/"+job))
 		r.submit(ctl, kept, "op-"+job, job)
+	}
+	// The store keeps their contract: they run under it, file or not.
+	for i := range 3 {
+		job := fmt.Sprintf("stored-%02d", i)
+		r.srv.Script(job, fp.State("running", nil), fp.Succeeded("https://files.example.com/"+job))
+		r.submit(ctl, gone, "op-"+job, job)
 	}
 	logs := &logBuffer{}
 	// A batch smaller than the missing ones: they must not hide the others.
@@ -331,6 +340,12 @@ func missingContractEscalates(t *testing.T, r *rig) {
 		job := fmt.Sprintf("kept-%02d", i)
 		if op := r.checkBooks("op-"+job, job); op.Phase != pollwarden.PhaseSucceeded {
 			t.Errorf("%s: %s/%s", job, op.Phase, op.Reason)
+		}
+	}
+	for i := range 3 {
+		job := fmt.Sprintf("stored-%02d", i)
+		if op := r.get("op-" + job); op.Phase != pollwarden.PhaseSucceeded || r.srv.Count(job) != 2 {
+			t.Errorf("%s, its contract kept by the store but not loaded: %s/%s after %d requests, want succeeded", job, op.Phase, op.Reason, r.srv.Count(job))
 		}
 	}
 

@@ -33,7 +33,10 @@ func (l *loop) sweepSubmissions(ctx context.Context, now time.Time) {
 		if _, held := s.held(op, now); held {
 			continue
 		}
-		ex, ok := s.contracts.Get(op.Contract)
+		ex, ok, err := s.contractFor(ctx, op)
+		if err != nil {
+			continue // the store could not be read: looked at again next sweep
+		}
 		if !ok {
 			// Nothing can be sent without it; looked at again next sweep.
 			if !l.missing[op.ID] {

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ConcurrentSaversOneWinsEachVersion", testConcurrentSavers},
 		{"ConcurrentIncrementsNoneLost", testConcurrentIncrements},
 		{"PruneFinishedKeepsChain", testPrune},
+		{"ContractKeptWithCreate", testContractKept},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh(t)) })
 	}
@@ -135,6 +136,7 @@ func fullOp(id string) *pollwarden.Operation {
 		AnsweredAt: ptr(at(31*time.Minute + 3)), Detail: "POST https://api.example.com/v1/jobs/job-1/cancel answered 202"}
 	op.ContractDigest = map[string]string{"status": "0f3c9a7e11d2b4c5", "escalation.extension": "9d0e1f2a3b4c5d6e"}
 	op.ContractLimits = &pollwarden.ContractLimits{Deadline: 40 * time.Minute, MaxStatusRequests: 12, MaxTransportFailures: 3, MaxRateLimited: 3}
+	op.ContractFingerprint = "5be7c0d2a1f3e4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9"
 	op.Submission = &pollwarden.Submission{State: pollwarden.SubmissionAccepted, BodySHA256: "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",
 		Body: json.RawMessage(`{"report":"q3"}`), IdempotencyKey: "7d444840-9dc0-41c5-a9a3-7b0e54c1f2a8", MaxAttempts: 3, Attempts: 2,
 		SentAt: ptr(at(time.Second)), AnsweredAt: ptr(at(2 * time.Second)), HTTPStatus: 202, RequestID: "req-sub-1",

@@ -205,6 +205,11 @@ func (s *Store) fail(err error, format string, args ...any) error {
 // A concurrent create of the same id inserts nothing and fails with
 // ErrExists; a pruned operation's id fails with ErrPruned.
 func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, events []pollwarden.Event) error {
+	return s.create(ctx, op, events, nil)
+}
+
+// create is OperationCreate keeping c (when set) in the same transaction.
+func (s *Store) create(ctx context.Context, op *pollwarden.Operation, events []pollwarden.Event, c *pollwarden.StoredContract) error {
 	if op == nil || op.ID == "" {
 		return fmt.Errorf("%s: create operation: %w: empty operation id", s.name, pollwarden.ErrInvalid)
 	}
@@ -225,6 +230,11 @@ func (s *Store) OperationCreate(ctx context.Context, op *pollwarden.Operation, e
 		}
 		if n == 0 {
 			return pollwarden.ErrExists
+		}
+		if c != nil {
+			if err := putContract(ctx, tx, c); err != nil {
+				return err
+			}
 		}
 		var cs Chain
 		switch {
