@@ -108,6 +108,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op.CredentialName = "env:EXPORT_API_TOKEN"
 	op.RequestDigest = "sha256:0f3c9a"
 	op.Owner = "build-agent"
+	op.ResultFetchesSent = 2
 	op.BusinessDeadlineAt = ptr(at(time.Hour).In(time.UTC))
 	op.ProviderExpiresAt = ptr(at(2 * time.Hour).In(time.FixedZone("P", -7*3600)))
 	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2
