@@ -37,6 +37,10 @@ type Options struct {
 	// Recheck (default 1 s).
 	Changes *changes.Feed
 	Recheck time.Duration
+	// Getenv and ReadFile read credentials where this process runs, to
+	// judge retry_credential (default os.LookupEnv, os.ReadFile).
+	Getenv   func(string) (string, bool)
+	ReadFile func(string) ([]byte, error)
 }
 
 // Service runs the use cases over one controller and its store; its
@@ -65,7 +69,14 @@ func New(o Options) *Service {
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
 	}
-	return &Service{Reader: NewReader(o.Controller.Store()), o: o, ctl: o.Controller}
+	r := NewReader(o.Controller.Store())
+	if o.Getenv != nil {
+		r.getenv = o.Getenv
+	}
+	if o.ReadFile != nil {
+		r.readFile = o.ReadFile
+	}
+	return &Service{Reader: r, o: o, ctl: o.Controller}
 }
 
 // contractDigest is policy.ContractDigest(ct), computed once per loaded
