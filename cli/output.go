@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // printOutcome writes the final record: one JSON object with --json, one
@@ -36,7 +37,14 @@ func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool) error 
 		for line := range strings.SplitSeq(op.Escalation.Message, "\n") {
 			fmt.Fprintln(env.Stdout, display.Text(line))
 		}
-		fmt.Fprintf(env.Stdout, "decide with: pollwarden decide %s OPTION\n", display.Value(op.ID))
+		// A question still open is answered by its id; an answered one
+		// (the message says by whom) takes no decision.
+		if op.Phase.AwaitsDecision() && op.Escalation.Decided == nil && len(op.Escalation.Options) > 0 {
+			fmt.Fprintf(env.Stdout, "decide with: pollwarden decide %s OPTION --escalation %s\n", display.Value(op.ID), display.Value(op.Escalation.ID))
+		}
+	}
+	if d := op.LastDecision; d != nil && (op.Escalation == nil || op.Escalation.Decided == nil) {
+		fmt.Fprintf(env.Stdout, "last decision: %s\n", policy.DecisionText(d))
 	}
 	return nil
 }

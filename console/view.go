@@ -9,6 +9,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/operations"
+	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/pollwarden/pollwarden/uritemplate"
 )
@@ -25,10 +26,15 @@ type opView struct {
 	NextPoll                                string
 	Message                                 string
 	Options                                 []pollwarden.Option
-	ConsoleURL                              string
-	Requests                                []extensionRequest
-	Result, ProviderError                   string
-	Version                                 int64
+	// Escalation is the id of the open question, carried by the decision
+	// form so that a stale or repeated post decides nothing.
+	Escalation string
+	// LastDecision says who decided what, and when.
+	LastDecision          string
+	ConsoleURL            string
+	Requests              []extensionRequest
+	Result, ProviderError string
+	Version               int64
 }
 
 // budget is one limit drawn as a bar: used of limit.
@@ -64,10 +70,14 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 	if op.Escalation != nil {
 		since = op.Escalation.At
 		v.Message = clean(op.Escalation.Message)
+		v.Escalation = clean(op.Escalation.ID)
 		for _, o := range op.Escalation.Options {
 			o.Label = clean(o.Label)
 			v.Options = append(v.Options, o)
 		}
+	}
+	if op.LastDecision != nil {
+		v.LastDecision = clean(policy.DecisionText(op.LastDecision))
 	}
 	v.Age = age(now.Sub(since))
 	if op.Phase == pollwarden.PhaseWaiting {

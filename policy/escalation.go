@@ -149,7 +149,7 @@ func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts 
 		fmt.Fprintf(&b, "\n  [%s] %s", o.ID, display.Text(o.Label))
 	}
 	if r == pollwarden.ReasonAuthorizationDenied && op.RefusedCredential != nil {
-		fmt.Fprintf(&b, "\nOnce credential %s differs from the refused one, [%s] is offered: one status request with it",
+		fmt.Fprintf(&b, "\nOnce credential %s differs from the refused one, %s is offered: one status request with it",
 			display.Value(op.RefusedCredential.Ref), pollwarden.OptionRetryCredential)
 	}
 	return b.String()
