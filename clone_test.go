@@ -16,11 +16,13 @@ func TestCloneSharesNothing(t *testing.T) {
 		ID: "op", ExpectedTerminal: []string{"done"}, Vars: map[string]string{"region": "eu"},
 		Result: json.RawMessage(`{"a":1}`), ProviderError: json.RawMessage(`{"e":1}`),
 		BusinessDeadlineAt: at(1), ProviderExpiresAt: at(2), LastHTTPAt: at(3), FinishedAt: at(4),
-		Escalation:     &Escalation{Options: []Option{{ID: "extend"}}},
-		Cancel:         &CancelRecord{AnsweredAt: at(5)},
-		Submission:     &Submission{State: "sent", Body: json.RawMessage(`{"b":2}`)},
-		ContractLimits: &ContractLimits{MaxStatusRequests: 7},
-		ContractDigest: map[string]string{"status": "abc"},
+		Escalation:        &Escalation{Options: []Option{{ID: "extend"}}, Decided: &DecisionRecord{Option: "abandon"}},
+		LastDecision:      &DecisionRecord{Option: "extend"},
+		RefusedCredential: &RefusedCredential{MAC: "m"},
+		Cancel:            &CancelRecord{AnsweredAt: at(5)},
+		Submission:        &Submission{State: "sent", Body: json.RawMessage(`{"b":2}`)},
+		ContractLimits:    &ContractLimits{MaxStatusRequests: 7},
+		ContractDigest:    map[string]string{"status": "abc"},
 	}
 	keep, err := json.Marshal(op)
 	if err != nil {
@@ -37,6 +39,9 @@ func TestCloneSharesNothing(t *testing.T) {
 		*p = p.Add(time.Hour)
 	}
 	c.Escalation.Options[0].ID = "x"
+	c.Escalation.Decided.Option = "x"
+	c.LastDecision.Option = "x"
+	c.RefusedCredential.MAC = "x"
 	c.Submission.Body[2] = 'z'
 	c.ContractLimits.MaxStatusRequests = 99
 	c.ContractDigest["status"] = "x"

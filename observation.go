@@ -38,6 +38,12 @@ type Observation struct {
 	// for the next conditional request.
 	ETag string
 	Body BodyFacts
+	// DeniedBody is a 401 or 403 answer's body as text, the secret removed
+	// and cut, for the story: what the provider said about the credential.
+	DeniedBody string
+	// RefusedCredential fingerprints the credential a 401 or 403 refused
+	// (nil without a credential, or when it could not be read again).
+	RefusedCredential *RefusedCredential
 }
 
 // BodyFacts is what the contract's paths found in the response body. Hint

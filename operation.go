@@ -172,6 +172,14 @@ type Operation struct {
 	ProviderError json.RawMessage `json:"provider_error,omitempty"`
 	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
 	Escalation    *Escalation     `json:"escalation,omitempty"`
+	// Escalations counts the escalations made so far; the next one's id
+	// is "esc-" followed by it plus one.
+	Escalations int `json:"escalations,omitempty"`
+	// LastDecision is the latest answer to one of its escalations.
+	LastDecision *DecisionRecord `json:"last_decision,omitempty"`
+	// RefusedCredential fingerprints the credential of the last 401/403
+	// (authorization_denied); nil when none was refused.
+	RefusedCredential *RefusedCredential `json:"refused_credential,omitempty"`
 	// Cancel is the record of a cancel at the provider, from the moment it
 	// is asked for (before anything is sent); nil when none was asked.
 	Cancel *CancelRecord `json:"cancel,omitempty"`
@@ -218,6 +226,10 @@ func (o *Operation) Clone() *Operation {
 	if o.Escalation != nil {
 		e := *o.Escalation
 		e.Options = append([]Option(nil), o.Escalation.Options...)
+		if o.Escalation.Decided != nil {
+			d := *o.Escalation.Decided
+			e.Decided = &d
+		}
 		c.Escalation = &e
 	}
 	if o.Cancel != nil {
@@ -226,6 +238,14 @@ func (o *Operation) Clone() *Operation {
 		c.Cancel = &k
 	}
 	c.Submission = o.Submission.Clone()
+	if o.LastDecision != nil {
+		d := *o.LastDecision
+		c.LastDecision = &d
+	}
+	if o.RefusedCredential != nil {
+		r := *o.RefusedCredential
+		c.RefusedCredential = &r
+	}
 	if o.ContractLimits != nil {
 		b.limits = *o.ContractLimits
 		c.ContractLimits = &b.limits

@@ -37,6 +37,9 @@ type Outcome struct {
 	Escalation            *Escalation       `json:"escalation"`
 	// Cancel is the cancel at the provider, when one was asked for.
 	Cancel *CancelRecord `json:"cancel,omitempty"`
+	// LastDecision is who answered the latest escalation, with what, and
+	// when.
+	LastDecision *DecisionRecord `json:"last_decision,omitempty"`
 }
 
 // OutcomeOf builds the public view of op. "outcome" is null while the
@@ -51,7 +54,7 @@ func OutcomeOf(op *Operation) Outcome {
 		TransportFailuresUsed: op.TransportFailuresUsed, MaxTransportFailures: op.MaxTransportFailures,
 		RateLimitedUsed: op.RateLimitedUsed, MaxRateLimited: op.MaxRateLimited, CredentialName: op.CredentialName,
 		StartedAt: op.StartedAt, DeadlineAt: op.DeadlineAt, FinishedAt: op.FinishedAt,
-		LastHTTPAt: op.LastHTTPAt, Escalation: op.Escalation, Cancel: op.Cancel,
+		LastHTTPAt: op.LastHTTPAt, Escalation: op.Escalation, Cancel: op.Cancel, LastDecision: op.LastDecision,
 	}
 	if !op.Phase.Polling() {
 		p := op.Phase

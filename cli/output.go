@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // printOutcome writes the final record: one JSON object with --json, one
@@ -37,7 +38,14 @@ func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool, storeF
 		for line := range strings.SplitSeq(op.Escalation.Message, "\n") {
 			fmt.Fprintln(env.Stdout, display.Text(line))
 		}
-		fmt.Fprintf(env.Stdout, "decide with: %s\n", env.decideCommand(op, storeFlag))
+		// A question still open is answered by its id; an answered one
+		// (the message says by whom) takes no decision.
+		if op.Phase.AwaitsDecision() && op.Escalation.Decided == nil && len(op.Escalation.Options) > 0 {
+			fmt.Fprintf(env.Stdout, "decide with: %s\n", env.decideCommand(op, storeFlag))
+		}
+	}
+	if d := op.LastDecision; d != nil && (op.Escalation == nil || op.Escalation.Decided == nil) {
+		fmt.Fprintf(env.Stdout, "last decision: %s\n", policy.DecisionText(d))
 	}
 	return nil
 }
@@ -50,7 +58,11 @@ func (env Env) decideCommand(op *pollwarden.Operation, storeFlag string) string 
 	if by == "" {
 		by = "NAME"
 	}
-	return fmt.Sprintf("pollwarden decide %s OPTION --by %s%s", shellWord(op.ID), shellWord(by), storeWords(storeFlag))
+	esc := ""
+	if op.Escalation != nil && op.Escalation.ID != "" {
+		esc = " --escalation " + shellWord(op.Escalation.ID)
+	}
+	return fmt.Sprintf("pollwarden decide %s OPTION%s --by %s%s", shellWord(op.ID), esc, shellWord(by), storeWords(storeFlag))
 }
 
 // summaryLine is the one-line outcome of an operation.

@@ -420,3 +420,31 @@ func TestNoPollerShown(t *testing.T) {
 		t.Errorf("the queue's row does not show the mark:\n%s", page.String())
 	}
 }
+
+// TestDecisionFormAnswersOneQuestion: the form carries the open question's
+// id; the same form posted again decides nothing and says the question was
+// already decided; a finished operation shows who decided what and when,
+// not the old question.
+func TestDecisionFormAnswersOneQuestion(t *testing.T) {
+	r := newRig(t)
+	op := r.escalate("exp-3", "running")
+	b := r.browser()
+	csrf := b.signIn(approverToken)
+	p := b.get("/ui/operations/exp-3")
+	if !strings.Contains(p.body, `name="escalation" value="`+op.Escalation.ID+`"`) {
+		t.Fatalf("the form does not carry escalation %s:\n%s", op.Escalation.ID, p.body)
+	}
+	form := url.Values{"option": {"abandon"}, "csrf": {csrf}, "escalation": {op.Escalation.ID}}
+	if p = b.post("/ui/operations/exp-3/decide", form); p.status != http.StatusSeeOther {
+		t.Fatalf("first post: %d\n%s", p.status, p.body)
+	}
+	before := r.op("exp-3").Version
+	p = b.post("/ui/operations/exp-3/decide", form)
+	if p.status != http.StatusConflict || !strings.Contains(p.body, "already decided") || r.op("exp-3").Version != before {
+		t.Fatalf("the same form again: %d\n%s", p.status, p.body)
+	}
+	p = b.get("/ui/operations/exp-3")
+	if !strings.Contains(p.body, "Decided: abandon by alice (approver) at ") || strings.Contains(p.body, "needs a decision") {
+		t.Fatalf("the finished operation does not say who decided:\n%s", p.body)
+	}
+}

@@ -181,7 +181,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := c.ops.Decide(r.Context(), operations.DecisionParams{Caller: operations.Caller{Caller: v.Caller}, ID: id,
-		Option: option, Note: strings.TrimSpace(r.PostFormValue("note"))})
+		Option: option, Note: strings.TrimSpace(r.PostFormValue("note")), Escalation: r.PostFormValue("escalation")})
 	if err != nil {
 		status, msg := refusal(err)
 		if status == http.StatusInternalServerError {

@@ -9,6 +9,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/operations"
+	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/tokens"
 	"github.com/pollwarden/pollwarden/uritemplate"
 )
@@ -28,7 +29,12 @@ type opView struct {
 	ConsoleURL                              string
 	// NoPoller says, for an operation nothing polls any more
 	// (operations.NoPoller), how long ago its next check was due.
-	NoPoller              string
+	NoPoller string
+	// Escalation is the id of the open question, carried by the decision
+	// form so that a stale or repeated post decides nothing.
+	Escalation string
+	// LastDecision says who decided what, and when.
+	LastDecision          string
 	Requests              []extensionRequest
 	Result, ProviderError string
 	Version               int64
@@ -67,10 +73,14 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 	if op.Escalation != nil {
 		since = op.Escalation.At
 		v.Message = clean(op.Escalation.Message)
+		v.Escalation = clean(op.Escalation.ID)
 		for _, o := range op.Escalation.Options {
 			o.Label = clean(o.Label)
 			v.Options = append(v.Options, o)
 		}
+	}
+	if op.LastDecision != nil {
+		v.LastDecision = clean(policy.DecisionText(op.LastDecision))
 	}
 	v.Age = age(now.Sub(since))
 	if late, ok := operations.NoPoller(op, now); ok {

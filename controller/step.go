@@ -189,6 +189,12 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	}
 	obs := observe(ex, resp)
 	now = c.clock.Now()
+	if resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden {
+		// Read again at once, so the fingerprint is of the credential
+		// just refused (retry_credential is offered once it differs).
+		obs.RefusedCredential = c.prober.Refused(ct, now)
+		obs.DeniedBody = resp.DeniedBody()
+	}
 	st := c.decided(ct, reserved, policy.Decide(reserved, ct, obs, now, c.rand), now)
 	if err := finish(st.Op, st.Events, now); err != nil {
 		return StepResult{}, err

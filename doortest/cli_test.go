@@ -47,6 +47,9 @@ func (cliDoor) do(t *testing.T, r *rig, req request) answer {
 		}
 	case decide:
 		args = []string{"decide", "--store", r.storePath, "--by", "alice", req.target, req.option}
+		if req.escalation != "" {
+			args = append(args, "--escalation", req.escalation)
+		}
 	case abandon:
 		args = []string{"decide", "--store", r.storePath, "--by", "alice", req.target, "abandon"}
 	default:

@@ -40,7 +40,7 @@ func (consoleDoor) do(t *testing.T, r *rig, req request) answer {
 			option = "cancel_at_provider"
 		}
 		b := uiSignIn(t, r, approverToken)
-		return uiAnswer(b.post(t, path+"/decide", url.Values{"option": {option}, "csrf": {b.csrf}}), req.target)
+		return uiAnswer(b.post(t, path+"/decide", url.Values{"option": {option}, "csrf": {b.csrf}, "escalation": {req.escalation}}), req.target)
 	}
 	return answer{class: notOffered}
 }

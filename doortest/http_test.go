@@ -54,7 +54,11 @@ func (httpDoor) do(t *testing.T, r *rig, req request) answer {
 		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/extension-requests", agentToken,
 			map[string]any{"extra_time": req.extraTime, "extra_status_requests": req.extraRequests, "justification": req.justification})
 	case decide:
-		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/decisions", approverToken, map[string]any{"option": req.option})
+		body := map[string]any{"option": req.option}
+		if req.escalation != "" {
+			body["escalation"] = req.escalation
+		}
+		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/decisions", approverToken, body)
 	case abandon:
 		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/abandon", agentToken, map[string]any{})
 	}

@@ -60,6 +60,8 @@ type request struct {
 	extraTime, justification string
 	extraRequests            int
 	option                   string
+	// escalation is the question a decision names (escalation.id).
+	escalation string
 	// the use cases of usecases_test.go: a list's phase and limit as
 	// typed, and who asks when it is not the door's usual caller (another
 	// agent's token)

@@ -71,6 +71,13 @@ var useCaseTable = []row{
 	{name: "extension on an abandoned operation", before: []request{{kind: abandon, target: opWaiting}}, req: ext(opWaiting, "5m", 1), want: conflict},
 	{name: "decision without an option", req: request{kind: decide, target: opWaiting}, want: invalid, field: "option"},
 	{name: "decision with an option not offered", req: request{kind: decide, target: opDone, option: "extend"}, want: conflict, field: "succeeded"},
+	{name: "decision naming a question that is not open", req: request{kind: decide, target: opWaiting, option: "abandon", escalation: "esc-1"},
+		want: conflict, field: "esc-1 is not open"},
+	{name: "decision naming a question already answered", before: []request{{kind: decide, target: opWaiting, option: "abandon"}},
+		req: request{kind: decide, target: opWaiting, option: "extend", escalation: "esc-1"}, want: conflict, field: "already decided: abandon by alice"},
+	{name: "decision naming an overlong question", req: request{kind: decide, target: opWaiting, option: "abandon", escalation: strings.Repeat("e", 65)},
+		want: invalid, field: "escalation"},
+	{name: "retry_credential with nothing refused", req: request{kind: decide, target: opWaiting, option: "retry_credential"}, want: conflict, field: "waiting"},
 
 	{name: "result before success", req: request{kind: fetchResult, target: opWaiting}, want: conflict, field: "succeeded"},
 	{name: "result of an unknown operation", req: request{kind: fetchResult, target: "op-nope"}, want: notFound, field: "op-nope"},

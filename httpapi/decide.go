@@ -35,6 +35,8 @@ func (a *api) requestExtension(w http.ResponseWriter, r *http.Request, _ pollwar
 type decisionRequest struct {
 	Option string `json:"option"`
 	Note   string `json:"note,omitempty"`
+	// Escalation is the escalation.id answered; a stale one is a 409.
+	Escalation string `json:"escalation,omitempty"`
 }
 
 // cancelRequest is the optional body of POST …/cancel and …/abandon.
@@ -43,13 +45,15 @@ type cancelRequest struct {
 }
 
 // decide applies an approver's answer to an escalation (R20); 409 when
-// the operation does not offer the option now.
+// the operation does not offer the option now, or the escalation named is
+// not its open question.
 func (a *api) decide(w http.ResponseWriter, r *http.Request, _ pollwarden.Actor) error {
 	var req decisionRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	return a.answer(w, http.StatusOK)(a.ops.Decide(r.Context(), operations.DecisionParams{Caller: callerOf(r), ID: r.PathValue("id"), Option: req.Option, Note: req.Note}))
+	return a.answer(w, http.StatusOK)(a.ops.Decide(r.Context(), operations.DecisionParams{Caller: callerOf(r), ID: r.PathValue("id"), Option: req.Option, Note: req.Note,
+		Escalation: req.Escalation}))
 }
 
 // cancel runs the contract's cancel action (R23) as an approver's

@@ -285,6 +285,12 @@ func TestBudgetEscalationAndExtensionGrantsNothing(t *testing.T) {
 	if opts, _ := esc["options"].([]any); len(opts) == 0 {
 		t.Fatalf("escalation without options: %v", final["escalation"])
 	}
+	// get_job carries the question's id, which an approver's door takes;
+	// no tool decides.
+	g := r.ok("get_job", map[string]any{"operation_id": "op-stuck"})
+	if ge, _ := g["escalation"].(map[string]any); ge["id"] == nil || ge["id"] == "" || ge["id"] != esc["id"] {
+		t.Fatalf("get_job's escalation has no id or another one: %v (wait_job had %v)", g["escalation"], esc["id"])
+	}
 	// The guidance carries the escalation's message, options once.
 	if g, _ := final["guidance"].(string); !strings.Contains(g, "person must decide") || !strings.Contains(g, esc["message"].(string)) ||
 		strings.Count(g, "Extend waiting once") != 1 {

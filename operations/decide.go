@@ -75,10 +75,17 @@ type DecisionParams struct {
 	// Abandon fill it in themselves.
 	Option string
 	Note   string
+	// Escalation, when set, is the id of the question answered
+	// (escalation.id): a decision on any other question is refused as a
+	// conflict and changes nothing. Empty answers the open one.
+	Escalation string
 }
 
 // maxNote keeps a note readable as one line of the story.
 const maxNote = 2000
+
+// maxEscalationID bounds an escalation id as typed ("esc-" and a count).
+const maxEscalationID = 64
 
 // Decide applies an approver's answer to an escalation (R20): who, when,
 // the state, the calls made and the new limits are recorded. The
@@ -142,12 +149,19 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 	if err != nil {
 		return nil, err
 	}
-	if err := offered(op, ex, p.Option); err != nil {
+	if len(p.Escalation) > maxEscalationID {
+		return nil, refuse(Invalid, "escalation", "escalation is longer than %d bytes; it is an escalation.id such as esc-3", maxEscalationID)
+	}
+	if err := offered(op, ex, p.Option, p.Escalation); err != nil {
 		return nil, err
 	}
 	// The decision and a cancel call are not abandoned halfway when the
 	// caller goes away: what was decided is recorded, with its action.
-	next, err := s.ctl.Decide(context.WithoutCancel(ctx), ex, op.ID, policy.DecisionParams{Option: p.Option, Actor: p.Caller.Actor, Note: p.Note})
+	// Whether the question is still open is checked again on the record
+	// the decision is saved over, so of two answers to one question one
+	// is saved and the other refused.
+	next, err := s.ctl.Decide(context.WithoutCancel(ctx), ex, op.ID, policy.DecisionParams{Option: p.Option, Actor: p.Caller.Actor, Note: p.Note,
+		Escalation: p.Escalation, CredentialChanged: p.Option == pollwarden.OptionRetryCredential && s.credentialChanged(op)})
 	if err != nil {
 		return nil, writeProblem(err, op.ID)
 	}
@@ -158,7 +172,10 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 // chosen for op now. policy.Apply and policy.RequestCancel check the same
 // again under the save; a cancel, and a decision on a cancelling
 // operation, are left to them, since they depend on the cancel's record.
-func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) error {
+func offered(op *pollwarden.Operation, ex *contract.Extractor, option, escalation string) error {
+	if err := policy.CheckQuestion(op, escalation); err != nil {
+		return refuse(Conflict, "escalation", "%s", trimSentinel(err))
+	}
 	switch {
 	case option == pollwarden.OptionCancel && ex.Contract().Cancel == nil:
 		return refuse(Conflict, "option", "contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
@@ -167,7 +184,12 @@ func offered(op *pollwarden.Operation, ex *contract.Extractor, option string) er
 	case option == pollwarden.OptionAbandon && op.Phase == pollwarden.PhaseWaiting:
 		return nil // narrowing is allowed at any time
 	case !op.Phase.AwaitsDecision() || op.Escalation == nil:
+		if d := op.LastDecision; d != nil {
+			return refuse(Conflict, "", "operation %s is %s, not escalated: already decided, %s", op.ID, op.Phase, policy.DecisionText(d))
+		}
 		return refuse(Conflict, "", "operation %s is %s, not escalated: there is no decision to make", op.ID, op.Phase)
+	case option == pollwarden.OptionRetryCredential:
+		return nil // judged on the credential as it reads now (policy.Apply)
 	}
 	var ids []string
 	for _, o := range op.Escalation.Options {

@@ -2,12 +2,15 @@ package operations
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/policy"
+	"github.com/pollwarden/pollwarden/prober"
 )
 
 // Reader runs the read use cases (Get, Events, List) over a store alone,
@@ -16,19 +19,45 @@ import (
 // controller or contracts.
 type Reader struct {
 	store pollwarden.Store
+	// getenv and readFile read a credential where this process runs
+	// (prober.ResolveSecret), to judge retry_credential at each read.
+	getenv   func(string) (string, bool)
+	readFile func(string) ([]byte, error)
 }
 
-// NewReader returns the read use cases over st.
+// NewReader returns the read use cases over st; credentials are read
+// from this process's environment and files.
 func NewReader(st pollwarden.Store) *Reader {
 	if st == nil {
 		panic("operations.NewReader: a store is required")
 	}
-	return &Reader{store: st}
+	return &Reader{store: st, getenv: os.LookupEnv, readFile: os.ReadFile}
 }
 
-// Get reads operation id for c; one c may not see is not found.
+// Get reads operation id for c; one c may not see is not found. An
+// operation stopped by a refused credential offers retry_credential when
+// the credential reads differently now.
 func (s *Reader) Get(ctx context.Context, c Caller, id string) (*pollwarden.Operation, error) {
-	return s.visible(ctx, c, id)
+	op, err := s.visible(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.offer(op), nil
+}
+
+// credentialChanged reports whether the credential op's provider refused
+// reads, here and now, as another secret (prober.CredentialChanged).
+func (s *Reader) credentialChanged(op *pollwarden.Operation) bool {
+	return prober.CredentialChanged(op.RefusedCredential, s.getenv, s.readFile)
+}
+
+// offer is op as a reader sees it: with retry_credential among its
+// options when the refused credential has changed since (never stored).
+func (s *Reader) offer(op *pollwarden.Operation) *pollwarden.Operation {
+	if !policy.RetryCredentialOffered(op) {
+		return op
+	}
+	return policy.OfferRetryCredential(op, s.credentialChanged(op))
 }
 
 // Events reads operation id's audit events, oldest first, for c.
@@ -80,7 +109,11 @@ func (s *Reader) List(ctx context.Context, p ListParams) ([]*pollwarden.Operatio
 		return []*pollwarden.Operation{}, nil
 	}
 	lp.Owner = owner
-	return s.store.OperationList(ctx, lp)
+	ops, err := s.store.OperationList(ctx, lp)
+	for i, op := range ops {
+		ops[i] = s.offer(op)
+	}
+	return ops, err
 }
 
 // CheckList judges p as List does, without a store: a door that must not
@@ -151,7 +184,7 @@ func (s *Service) Wait(ctx context.Context, p WaitParams) (*pollwarden.Operation
 	if !p.Caller.sees(op) { // an owner never changes; checked again all the same
 		return nil, notFound(p.ID)
 	}
-	return s.withOffers(op), nil
+	return s.withOffers(s.offer(op)), nil
 }
 
 // Follow steps operation id in this process until it is final (an

@@ -47,6 +47,10 @@ type Options struct {
 	// Logger receives what a caller must not be told (a callback secret
 	// the process cannot read); default slog.Default().
 	Logger *slog.Logger
+	// Getenv and ReadFile read credentials where this process runs, to
+	// judge retry_credential (default os.LookupEnv, os.ReadFile).
+	Getenv   func(string) (string, bool)
+	ReadFile func(string) ([]byte, error)
 }
 
 // Service runs the use cases over one controller and its store; its
@@ -81,7 +85,14 @@ func New(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Reader: NewReader(o.Controller.Store()), o: o, ctl: o.Controller}
+	r := NewReader(o.Controller.Store())
+	if o.Getenv != nil {
+		r.getenv = o.Getenv
+	}
+	if o.ReadFile != nil {
+		r.readFile = o.ReadFile
+	}
+	return &Service{Reader: r, o: o, ctl: o.Controller}
 }
 
 // contractDigest is policy.ContractDigest(ct), computed once per loaded

@@ -23,6 +23,9 @@ import (
 // documents cancel as idempotent: next is then nil, with no error, and
 // the record is answered as it is.
 func RequestCancel(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now, observeAt time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+	if err := CheckQuestion(op, p.Escalation); err != nil {
+		return nil, nil, err
+	}
 	if c.Cancel == nil {
 		return nil, nil, fmt.Errorf("%w: contract %s documents no cancel action, so cancel at provider is not offered", pollwarden.ErrInvalid, c.Name)
 	}
@@ -57,6 +60,7 @@ func RequestCancel(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionP
 		Elapsed: elapsed(op, now), RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,
 		FailuresUsed: op.TransportFailuresUsed, RateLimited: op.RateLimitedUsed, Decision: what,
 	})
+	next.LastDecision = decisionRecord(op, pollwarden.OptionCancel, actor, now, what)
 	next.Phase, next.Reason, next.Escalation, next.FinishedAt = pollwarden.PhaseCancelling, "", nil, nil
 	next.NextPollAt, next.NextPollSource, next.NextPollSpread = observeAt, pollwarden.DelayLocalBackoff, false
 	next.Cancel = &pollwarden.CancelRecord{State: pollwarden.CancelRecorded, RequestedAt: now, RequestedBy: actor, Attempts: attempts}
@@ -192,8 +196,9 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 		t := now
 		next.FinishedAt = &t
 		next.Phase, next.Reason = pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted
-		next.Escalation = &pollwarden.Escalation{Reason: next.Reason, At: now}
+		next.Escalation = &pollwarden.Escalation{ID: nextEscalationID(next), Reason: next.Reason, At: now}
 		abandonAfterCancel(next, c, &data)
+		decided(next, decisionRecord(next, pollwarden.OptionAbandon, p.Actor, now, data.Decision))
 	default:
 		return nil, nil, fmt.Errorf("%w: operation %s is cancelling (%s); while the job's end is observed an approver may extend the observation and anyone may abandon it",
 			pollwarden.ErrInvalid, op.ID, CancelSummary(op.Cancel))

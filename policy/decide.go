@@ -94,7 +94,7 @@ func (d *decider) classify() {
 		// x-ratelimit-remaining 0), not a refused credential.
 		d.rateLimited()
 	case s == 401 || s == 403: // Unauthorized, Forbidden
-		d.escalate(pollwarden.ReasonAuthorizationDenied, fmt.Sprintf("the provider answered %d; the credential is not retried", s))
+		d.denied(s)
 	case s == 429: // Too Many Requests
 		d.rateLimited()
 	case s >= 500:
@@ -247,4 +247,19 @@ func (d *decider) flush() {
 
 func (d *decider) reject(why string) {
 	d.events = append(d.events, newEvent(d.op, d.now, pollwarden.EventHintRejected, pollwarden.EventData{Hint: why}))
+}
+
+// denied stops at a refused credential (R13): it is not retried, and its
+// keyed fingerprint is kept so that a changed one can be offered
+// (retry_credential). The provider's own words, redacted, go in the story.
+func (d *decider) denied(status int) {
+	d.op.RefusedCredential = d.obs.RefusedCredential
+	why := fmt.Sprintf("the provider answered %d; the credential is not retried", status)
+	if d.obs.RefusedCredential != nil {
+		why += " unless it changes"
+	}
+	if d.obs.DeniedBody != "" {
+		why += "; the provider said: " + d.obs.DeniedBody
+	}
+	d.escalate(pollwarden.ReasonAuthorizationDenied, why)
 }

@@ -13,6 +13,13 @@ type DecisionParams struct {
 	Option string
 	Actor  pollwarden.Actor
 	Note   string
+	// Escalation, when set, is the id of the question answered: the
+	// decision is refused unless it is still the open one.
+	Escalation string
+	// CredentialChanged says that the credential the operation would send
+	// now differs from the refused one (judged by the caller, who may
+	// read it); only then is retry_credential accepted.
+	CredentialChanged bool
 }
 
 // Apply records a decision on an escalated operation (R20). Options that
@@ -23,7 +30,12 @@ type DecisionParams struct {
 // its own record, R23); a cancelling operation takes only extend and
 // abandon, neither of which undoes the cancel.
 func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+	if err := CheckQuestion(op, p.Escalation); err != nil {
+		return nil, nil, err
+	}
 	switch {
+	case p.Option == pollwarden.OptionRetryCredential:
+		return retryCredential(op, p, now)
 	case p.Option == pollwarden.OptionCancel:
 		next, events, err := RequestCancel(op, c, p, now, now)
 		if next == nil && err == nil {
@@ -37,7 +49,7 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		return next, []pollwarden.Event{ev}, nil
 	}
 	if !op.Phase.AwaitsDecision() || op.Escalation == nil {
-		return nil, nil, fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
+		return nil, nil, notAwaiting(op)
 	}
 	var opt *pollwarden.Option
 	var ids []string
@@ -97,8 +109,18 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 	case pollwarden.OptionResubmit:
 		data.Decision = resubmit(next)
 	}
+	decided(next, decisionRecord(op, opt.ID, actor, now, data.Decision))
 	ev := newEvent(next, now, pollwarden.EventDecision, data)
 	return next, append([]pollwarden.Event{ev}, extra...), nil
+}
+
+// notAwaiting says why op takes no decision: who answered its last
+// question, when there was one.
+func notAwaiting(op *pollwarden.Operation) error {
+	if d := op.LastDecision; d != nil {
+		return fmt.Errorf("%w: operation %s is %s, not awaiting a decision; already decided: %s", pollwarden.ErrInvalid, op.ID, op.Phase, DecisionText(d))
+	}
+	return fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
 }
 
 // abandonWaiting stops watching a waiting operation at its owner's or an
@@ -110,8 +132,11 @@ func abandonWaiting(op *pollwarden.Operation, p DecisionParams, now time.Time) (
 	next := op.Clone()
 	actor := p.Actor
 	next.Phase, next.FinishedAt = pollwarden.PhaseFailed, &now
-	next.Escalation = &pollwarden.Escalation{At: now, Options: nil,
-		Message: fmt.Sprintf("Abandoned while waiting by %s (%s): pollwarden stopped watching; nothing was cancelled at the provider.", actor.Name, actor.Role)}
+	next.Escalation = &pollwarden.Escalation{ID: nextEscalationID(next), At: now, Options: nil}
+	rec := decisionRecord(op, pollwarden.OptionAbandon, actor, now,
+		"abandoned while waiting: pollwarden stopped watching; nothing was cancelled at the provider")
+	decided(next, rec)
+	next.Escalation.Decided.Escalation, next.LastDecision.Escalation = next.Escalation.ID, next.Escalation.ID
 	ev := newEvent(next, now, pollwarden.EventDecision, pollwarden.EventData{
 		Actor: &actor, Option: pollwarden.OptionAbandon, Detail: p.Note, State: op.LastState,
 		Elapsed: elapsed(op, now), RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests,

@@ -20,6 +20,7 @@ func Escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Rea
 	op.FinishedAt = &t
 	opts := Options(op, c, r, now)
 	op.Escalation = &pollwarden.Escalation{
+		ID:      nextEscalationID(op),
 		Reason:  r,
 		Message: message(op, r, detail, opts, now),
 		Options: opts,
@@ -146,6 +147,10 @@ func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts 
 	b.WriteString("Options:")
 	for _, o := range opts {
 		fmt.Fprintf(&b, "\n  [%s] %s", o.ID, display.Text(o.Label))
+	}
+	if r == pollwarden.ReasonAuthorizationDenied && op.RefusedCredential != nil {
+		fmt.Fprintf(&b, "\nOnce credential %s differs from the refused one, %s is offered: one status request with it",
+			display.Value(op.RefusedCredential.Ref), pollwarden.OptionRetryCredential)
 	}
 	return b.String()
 }

@@ -51,7 +51,7 @@ func escalateUnpolled(op *pollwarden.Operation, now time.Time, why string) []pol
 		ID:    pollwarden.OptionAbandon,
 		Label: "Stop waiting and close the operation as failed; nothing more is sent",
 	}}
-	op.Escalation = &pollwarden.Escalation{Reason: r, Message: message(op, r, detail, opts, now), Options: opts, At: now}
+	op.Escalation = &pollwarden.Escalation{ID: nextEscalationID(op), Reason: r, Message: message(op, r, detail, opts, now), Options: opts, At: now}
 	return []pollwarden.Event{newEvent(op, now, pollwarden.EventEscalated, pollwarden.EventData{
 		State:        op.LastState,
 		Reason:       r,
