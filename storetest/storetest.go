@@ -109,6 +109,10 @@ func fullOp(id string) *pollwarden.Operation {
 	op.RequestDigest = "sha256:0f3c9a"
 	op.Owner = "build-agent"
 	op.ResultFetchesSent = 2
+	op.Escalations = 3
+	op.LastDecision = &pollwarden.DecisionRecord{Escalation: "esc-2", Option: pollwarden.OptionExtend,
+		By: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, At: at(20 * time.Minute), Outcome: "extended by 15m"}
+	op.RefusedCredential = &pollwarden.RefusedCredential{Ref: "env:EXPORT_API_TOKEN", Key: "a2V5", MAC: "bWFj", At: at(10 * time.Minute)}
 	op.BusinessDeadlineAt = ptr(at(time.Hour).In(time.UTC))
 	op.ProviderExpiresAt = ptr(at(2 * time.Hour).In(time.FixedZone("P", -7*3600)))
 	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2
@@ -125,7 +129,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op.ProviderError = json.RawMessage(`{"code":"E42","message":"quota <soon>"}`)
 	op.FinishedAt = ptr(at(30 * time.Minute))
 	op.Escalation = &pollwarden.Escalation{
-		Reason: pollwarden.ReasonRequestBudgetExhausted, Message: "12 of 12 checks used", At: at(30 * time.Minute),
+		ID: "esc-3", Reason: pollwarden.ReasonRequestBudgetExhausted, Message: "12 of 12 checks used", At: at(30 * time.Minute),
 		Options: []pollwarden.Option{
 			{ID: pollwarden.OptionExtend, Label: "extend by 15m with 4 more checks", ExtraTime: "15m",
 				ExtraStatusRequests: 4, NewDeadline: ptr(at(55 * time.Minute)), NewMaxStatusRequests: 16, GrantsAuthority: true},
