@@ -1,6 +1,9 @@
 package pollwarden
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Contract is the validated, plain-data form of one provider integration
 // (the state table of R2 and everything around it). Package contract parses
@@ -61,7 +64,7 @@ type RateLimitSpec struct {
 // to Equals when HasEquals is set.
 type RateLimitSignal struct {
 	Status    int
-	Header    string
+	Header    string `json:",omitempty"` // omitted when empty, so older contracts keep their fingerprint
 	Path      string
 	Equals    string
 	HasEquals bool
@@ -178,7 +181,11 @@ func (s StatusCall) EachCallNeedsApproval() bool {
 
 // StateTable classifies the provider's state values (R2).
 type StateTable struct {
-	Path      string
+	Path string
+	// Header, set instead of Path, names the response header whose value
+	// is the state (Azure Blob's x-ms-copy-status on a HEAD): some
+	// providers answer a job's state in a header and no body at all.
+	Header    string
 	Pending   []string
 	Success   []string
 	Failure   []string
@@ -222,7 +229,20 @@ type ResultSpec struct {
 // Field is one required result field.
 type Field struct {
 	Path string
-	Kind ResultKind
+	// Header, set instead of Path, names the response header that holds
+	// the field; its value is kept under Key.
+	Header string `json:",omitempty"`
+	Kind   ResultKind
+}
+
+// Key is where the field sits among the result fields: its path, or the
+// header's name in lower case (header names are case-insensitive, so one
+// spelling is kept).
+func (f Field) Key() string {
+	if f.Header != "" {
+		return strings.ToLower(f.Header)
+	}
+	return f.Path
 }
 
 // HintPaths locate provider hints in the status body (R6). Empty means the

@@ -57,26 +57,31 @@ func contractTestCmd(env Env) *cobra.Command {
 		asJSON   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "test FILE|NAME --response BODY.json",
+		Use:   "test FILE|NAME [--response BODY.json]",
 		Short: "Show what pollwarden would conclude from a saved status answer, without sending anything",
 		Long: `test reads a saved status answer (a body, its HTTP code, its headers) through
 the contract exactly as a live answer is read, and prints the state and its
 category, the provider's own value, the result fields and their validation,
 the hints accepted or rejected, any rate-limit signal and the decision. The
 answer is judged as the first one of a new operation. Nothing is sent.
-Exit 0 whenever the answer was understood, whatever the outcome.`,
+--response is required unless the contract's status method is HEAD, whose
+answer is its headers (give them with --header). Exit 0 whenever the answer was understood, whatever the outcome.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ex, err := env.loadContract(args[0])
 			if err != nil {
 				return err
 			}
-			if respFile == "" {
+			var body []byte
+			switch {
+			case respFile == "" && ex.Contract().Status.Method == http.MethodHead:
+				// A HEAD answer has no body: its headers are the answer.
+			case respFile == "":
 				return usage(fmt.Errorf("--response is required (a file holding the answer's body)"))
-			}
-			body, err := readResponse(env, respFile)
-			if err != nil {
-				return usage(err)
+			default:
+				if body, err = readResponse(env, respFile); err != nil {
+					return usage(err)
+				}
 			}
 			h := http.Header{}
 			for _, kv := range headers {
@@ -102,7 +107,7 @@ Exit 0 whenever the answer was understood, whatever the outcome.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&respFile, "response", "", "file holding the answer's body (- for standard input)")
+	cmd.Flags().StringVar(&respFile, "response", "", "file holding the answer's body (- for standard input; not needed for a HEAD contract)")
 	cmd.Flags().IntVar(&status, "status", 200, "the answer's HTTP status code")
 	cmd.Flags().StringArrayVar(&headers, "header", nil, "an answer header NAME:VALUE (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the conclusion as JSON")

@@ -36,6 +36,9 @@ type Extractor struct {
 type compiledField struct {
 	path string
 	jp   *jmespath.JMESPath
+	// header, when set, is the lower-case response header the field is
+	// read from (jp is nil then).
+	header string
 }
 
 // Compile precompiles every path of c. It fails only for a contract that
@@ -56,8 +59,12 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 		}
 		return jp
 	}
-	x.state = compile("state.path", c.State.Path, false)
+	x.state = compile("state.path", c.State.Path, c.State.Header != "")
 	for i, f := range c.Result.Require {
+		if f.Header != "" {
+			x.fields = append(x.fields, compiledField{path: f.Key(), header: f.Key()})
+			continue
+		}
 		jp := compile(fmt.Sprintf("result.require[%d].path", i), f.Path, false)
 		x.fields = append(x.fields, compiledField{path: f.Path, jp: jp})
 	}
@@ -96,17 +103,38 @@ func (x *Extractor) Contract() *pollwarden.Contract { return x.c }
 // Extract reduces a status body to the facts the decision core reads. It
 // never fails: what went wrong is in BodyFacts.Problem.
 func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
+	return x.extract(nil, body)
+}
+
+// extract is Extract with the answer's headers (lower-case name → value),
+// which a state.header or a header field reads.
+func (x *Extractor) extract(headers map[string]string, body []byte) pollwarden.BodyFacts {
 	var f pollwarden.BodyFacts
+	if x.c.Status.Method == "HEAD" {
+		body = nil // a HEAD answer has no body; one sent anyway is not read
+	}
 	if lim := x.c.Status.MaxBodyBytes; lim > 0 && int64(len(body)) > lim {
 		f.Problem = fmt.Sprintf("body is larger than max_body_bytes (%d)", lim)
 		return f
 	}
-	doc, err := decodePruned(body, x.keep)
-	if err != nil {
-		f.Problem = "body is not JSON: " + err.Error()
-		return f
+	fromHeader := x.c.State.Header != ""
+	var doc any
+	if !fromHeader || len(bytes.TrimSpace(body)) > 0 {
+		var err error
+		doc, err = decodePruned(body, x.keep)
+		switch {
+		case err != nil && fromHeader:
+			// The state is in a header; a body that is not JSON only
+			// leaves the body's fields absent.
+			doc = nil
+		case err != nil:
+			f.Problem = "body is not JSON: " + err.Error()
+			return f
+		}
 	}
 	switch v, err := search(x.state, doc); {
+	case fromHeader:
+		x.headerState(&f, headers)
 	case err != nil:
 		f.Problem = fmt.Sprintf("state path %q failed: %v", x.c.State.Path, err)
 	case v == nil:
@@ -122,6 +150,15 @@ func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
 		}
 	}
 	for _, fd := range x.fields {
+		if fd.header != "" {
+			if v, ok := headers[fd.header]; ok {
+				if f.Fields == nil {
+					f.Fields = make(map[string]any, len(x.fields))
+				}
+				f.Fields[fd.path] = v
+			}
+			continue
+		}
 		if v, err := search(fd.jp, doc); err == nil && v != nil {
 			if f.Fields == nil {
 				f.Fields = make(map[string]any, len(x.fields))
@@ -214,13 +251,20 @@ func (x *Extractor) canonical(s string) string {
 // contract maps the code to a state, that is the state, and the body
 // (often empty) is read only for result fields and hints.
 func (x *Extractor) ExtractAnswer(code int, body []byte) pollwarden.BodyFacts {
+	return x.ExtractResponse(code, nil, body)
+}
+
+// ExtractResponse is ExtractAnswer with the answer's headers, by
+// lower-case name as ResponseHeaders lists them: a state.header or a
+// header field reads them.
+func (x *Extractor) ExtractResponse(code int, headers map[string]string, body []byte) pollwarden.BodyFacts {
 	st, mapped := x.c.State.StatusCodes[code]
 	if !mapped {
-		return x.Extract(body)
+		return x.extract(headers, body)
 	}
 	var f pollwarden.BodyFacts
-	if len(bytes.TrimSpace(body)) > 0 {
-		f = x.Extract(body)
+	if len(bytes.TrimSpace(body)) > 0 || x.c.State.Header != "" {
+		f = x.extract(headers, body)
 	}
 	f.Problem, f.State, f.HasState, f.FromStatus = "", st, true, true
 	return f

@@ -124,7 +124,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	d.baseBad = baseBad
 	status := top.obj("status", true, "url", "method", "unsafe_method", "safe", "body", "headers",
 		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional", "propagate_trace", "session")
-	state := top.obj("state", true, "path", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
+	state := top.obj("state", true, "path", "header", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	result := top.obj("result", false, "require", "error_path", "fetch")
 	c := &pollwarden.Contract{
 		Vars:    vars,
@@ -151,6 +151,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	d.decisionTimes(esc, c)
 	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))
 	d.eachCallApproved(top, result, c)
+	d.headAnswersNoBody(state, result, c)
 	return c
 }
 

@@ -15,7 +15,9 @@ import (
 // a value that is both pending and success would make the table ambiguous.
 func (d *decoder) state(o *object) pollwarden.StateTable {
 	t := pollwarden.StateTable{}
-	if p, line, ok := o.str("path", true); ok {
+	if o.has("header") {
+		t.Header = d.stateHeader(o)
+	} else if p, line, ok := o.str("path", true); ok {
 		d.checkPath(line, o.child("path"), p)
 		t.Path = p
 	}
@@ -73,14 +75,17 @@ func (d *decoder) state(o *object) pollwarden.StateTable {
 // result decodes what a success must carry (R3).
 func (d *decoder) result(o *object) pollwarden.ResultSpec {
 	r := pollwarden.ResultSpec{ErrorPath: d.optPath(o, "error_path")}
+	var at []item // where each of r.Require was written
 	for _, it := range o.list("require") {
 		if isNull(it.node) || it.node.Kind != yaml.MappingNode {
-			d.addf(it.line, it.path, "must be a mapping {path, kind}, got %s", kindName(it.node))
+			d.addf(it.line, it.path, "must be a mapping {path, kind} or {header, kind}, got %s", kindName(it.node))
 			continue
 		}
-		fo := d.object(it.path, it.line, it.node, []string{"path", "kind"})
+		fo := d.object(it.path, it.line, it.node, []string{"path", "header", "kind"})
 		f := pollwarden.Field{Kind: pollwarden.KindPresent}
-		if p, line, ok := fo.str("path", true); ok {
+		if fo.has("header") {
+			f.Header = d.fieldHeader(fo)
+		} else if p, line, ok := fo.str("path", true); ok {
 			d.checkPath(line, fo.child("path"), p)
 			f.Path = p
 		}
@@ -94,7 +99,9 @@ func (d *decoder) result(o *object) pollwarden.ResultSpec {
 			}
 		}
 		r.Require = append(r.Require, f)
+		at = append(at, it)
 	}
+	d.uniqueFields(at, r.Require)
 	return r
 }
 

@@ -91,7 +91,11 @@ func Summary(c *pollwarden.Contract) string {
 		line("trusts:     only the CA certificates in %s", strings.TrimPrefix(s.CAFile, "file:"))
 	}
 	t := c.State
-	line("state path: %s", t.Path)
+	if t.Header != "" {
+		line("state:      the %s response header's value (the first, if sent more than once)", t.Header)
+	} else {
+		line("state path: %s", t.Path)
+	}
 	for _, cl := range []struct {
 		name, then string
 		vals       []string
@@ -111,6 +115,10 @@ func Summary(c *pollwarden.Contract) string {
 	}
 	req := make([]string, 0, len(c.Result.Require))
 	for _, f := range c.Result.Require {
+		if f.Header != "" {
+			req = append(req, fmt.Sprintf("header %s (%s)", f.Header, f.Kind))
+			continue
+		}
 		req = append(req, fmt.Sprintf("%s (%s)", f.Path, f.Kind))
 	}
 	line("result:     requires %s; error at %s", list(req), orNone(c.Result.ErrorPath))

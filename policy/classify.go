@@ -47,14 +47,14 @@ func classOf(c *pollwarden.Contract, s string) stateClass {
 func validateResult(req []pollwarden.Field, fields map[string]any) (json.RawMessage, string) {
 	out := make(map[string]any, len(req))
 	for _, f := range req {
-		v, ok := fields[f.Path]
+		v, ok := fields[f.Key()]
 		if !ok || v == nil {
-			return nil, fmt.Sprintf("required field %s is missing", f.Path)
+			return nil, fmt.Sprintf("required field %s is missing", f.Key())
 		}
 		if msg := checkKind(f.Kind, v); msg != "" {
-			return nil, fmt.Sprintf("required field %s %s", f.Path, msg)
+			return nil, fmt.Sprintf("required field %s %s", f.Key(), msg)
 		}
-		out[f.Path] = v
+		out[f.Key()] = v
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

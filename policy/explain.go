@@ -52,8 +52,8 @@ type FieldCheck struct {
 func CheckFields(req []pollwarden.Field, fields map[string]any) []FieldCheck {
 	out := make([]FieldCheck, 0, len(req))
 	for _, f := range req {
-		fc := FieldCheck{Path: f.Path, Kind: string(f.Kind)}
-		v, ok := fields[f.Path]
+		fc := FieldCheck{Path: f.Key(), Kind: string(f.Kind)}
+		v, ok := fields[f.Key()]
 		switch {
 		case !ok || v == nil:
 			fc.Problem = "missing"

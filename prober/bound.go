@@ -63,7 +63,7 @@ func bound(f *pollwarden.BodyFacts, c *pollwarden.Contract, listed map[string]bo
 	urls := map[string]bool{}
 	for _, r := range c.Result.Require {
 		if r.Kind == pollwarden.KindURL {
-			urls[r.Path] = true
+			urls[r.Key()] = true
 		}
 	}
 	for path, v := range f.Fields {

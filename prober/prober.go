@@ -176,7 +176,7 @@ func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
 	if r.body != nil {
 		raw, sc = r.body.raw, r.body.scrub
 	}
-	f := x.ExtractAnswer(r.Status, raw)
+	f := x.ExtractResponse(r.Status, r.Headers, raw)
 	c := x.Contract()
 	listed := listedStates(c)
 	f.Problem = sc.text(f.Problem)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -191,27 +190,18 @@ func requestID(h http.Header, contractHeader string) string {
 	return ""
 }
 
-// contractHeaders copies the headers the contract's rate_limit reads, and
-// no others: the rest of a provider's headers never leave the prober.
+// contractHeaders copies the headers the contract reads (its state
+// header, header fields and rate_limit headers), and no others: the rest
+// of a provider's headers never leave the prober. A header sent on
+// several lines gives its first value, as http.Header.Get reads it.
 func contractHeaders(c *pollwarden.Contract, h http.Header) map[string]string {
-	rl := c.RateLimit
-	if rl == nil {
-		return nil
-	}
-	names := []string{rl.ResetHeader}
-	for _, s := range rl.When {
-		names = append(names, s.Header)
-	}
 	var out map[string]string
-	for _, n := range names {
-		if n == "" {
-			continue
-		}
+	for _, n := range contract.ResponseHeaders(c) {
 		if v := h.Get(n); v != "" {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[strings.ToLower(n)] = v
+			out[n] = v
 		}
 	}
 	return out
