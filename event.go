@@ -60,6 +60,11 @@ type Event struct {
 	// these bytes, so a chain can be checked without the sealing key. A
 	// store fills it in on append and on read; callers never set it.
 	Payload []byte `json:"-"`
+	// PayloadDigest is the lower-case hex SHA-256 of Payload, set by the
+	// store on append and kept when a prune drops Payload, so the event's
+	// hash (audit.Encode) still binds what the prune left. Empty on events
+	// appended before stores recorded it.
+	PayloadDigest string `json:"-"`
 }
 
 // EventData holds the facts of an event; fields that do not apply are left

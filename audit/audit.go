@@ -26,29 +26,52 @@ import (
 )
 
 // Version tags the canonical encoding so that a future change of encoding
-// can never be confused with tampering.
+// can never be confused with tampering. It is the encoding of events that
+// carry no PayloadDigest: those appended before stores recorded one.
 const Version = "pollwarden-audit-v2"
+
+// VersionDigest tags the encoding of events that carry a PayloadDigest:
+// their hash covers the payload's digest instead of its bytes, so a prune
+// can drop the payload and the hash still binds its kind, time, place and
+// the digest of what was dropped.
+const VersionDigest = "pollwarden-audit-v3"
+
+// PayloadDigest returns the lower-case hex SHA-256 of a stored payload:
+// the value an event keeps in PayloadDigest.
+func PayloadDigest(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
+}
 
 // Encode returns the canonical bytes that Hash digests: eight netstrings
 // (decimal byte length, ':', the bytes, ','), in this order:
 //
+//	"pollwarden-audit-v3", prev_hash, pos, operation_id, seq, at, kind, payload_digest
+//
+// for an event with a PayloadDigest, and for an older one without
+//
 //	"pollwarden-audit-v2", prev_hash, pos, operation_id, seq, at, kind, payload
 //
 // pos and seq are decimal integers, at is e.At in UTC formatted with
-// time.RFC3339Nano (trailing zero digits dropped, "Z" suffix), and payload
-// is e.Payload exactly as stored: the canonical JSON of the event's data
-// (see Payload) or those bytes sealed. Netstrings need no escaping, so any
+// time.RFC3339Nano (trailing zero digits dropped, "Z" suffix), payload is
+// e.Payload exactly as stored: the canonical JSON of the event's data (see
+// Payload) or those bytes sealed, and payload_digest is e.PayloadDigest,
+// the hex SHA-256 of those bytes. Netstrings need no escaping, so any
 // language can recompute a hash from a row or an export.
 //
 // Pos, OperationID and Seq are inside the hash so that an event cannot be
 // moved to another place or operation and keep its hash; PrevHash links it
 // to its predecessor. Hash itself and Data (decoded from Payload) are not
-// encoded.
+// encoded. That the digest matches the payload is checked apart (Verifier).
 func Encode(e pollwarden.Event) []byte {
 	var b []byte
 	b = make([]byte, 0, 160+len(e.OperationID)+len(e.Payload))
 	var num [20]byte
-	b = netstring(b, []byte(Version))
+	version, content := Version, e.Payload
+	if e.PayloadDigest != "" {
+		version, content = VersionDigest, []byte(e.PayloadDigest)
+	}
+	b = netstring(b, []byte(version))
 	b = netstring(b, []byte(e.PrevHash))
 	b = netstring(b, strconv.AppendInt(num[:0], e.Pos, 10))
 	b = netstring(b, []byte(e.OperationID))
@@ -56,7 +79,7 @@ func Encode(e pollwarden.Event) []byte {
 	var at [40]byte
 	b = netstring(b, e.At.UTC().AppendFormat(at[:0], time.RFC3339Nano))
 	b = netstring(b, []byte(e.Kind))
-	b = netstring(b, e.Payload)
+	b = netstring(b, content)
 	return b
 }
 

@@ -51,6 +51,17 @@ func TestEncodeGolden(t *testing.T) {
 	if h := Hash(e); h != goldenHash {
 		t.Fatalf("Hash = %s, want %s", h, goldenHash)
 	}
+	// The same event as appended since schema 007: the payload's digest
+	// (`printf %s '{"a":1}' | sha256sum`) in place of the payload.
+	e.PayloadDigest = PayloadDigest(e.Payload)
+	want = `19:pollwarden-audit-v3,3:abc,1:7,4:op-1,1:2,23:2030-01-02T10:20:31.12Z,17:response_received,` +
+		`64:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862,`
+	if got := string(Encode(e)); got != want {
+		t.Fatalf("Encode with a digest:\n got %s\nwant %s", got, want)
+	}
+	if h := Hash(e); h != "6f1738d8dedef2e595a29f0960048c9c80227836eee561bd3850ff18f77ece64" {
+		t.Fatalf("Hash with a digest = %s", h)
+	}
 }
 
 func TestPayloadCanonical(t *testing.T) {

@@ -77,15 +77,19 @@ type Verifier struct {
 	headFound int64
 	ops       int64
 	pruned    int64
-	err       *ChainError
+	// digestFrom is the first position whose event carries a
+	// PayloadDigest; every later event must carry one too.
+	digestFrom int64
+	err        *ChainError
 }
 
 // Add checks the next event: its position follows the last one, its
-// PrevHash is the last one's hash, and its hash matches its content. A
-// pruned event (see Pruned) has no content left to hash: its stored hash
-// is taken as is, and the next event's PrevHash, which that event's own
-// hash covers, is what holds it in place. The
-// first failure is returned and kept; later calls return it again.
+// PrevHash is the last one's hash, and its hash matches its content (see
+// contentProblem): a pruned event with a PayloadDigest is rehashed from
+// what the prune kept, so its kind and time are checked too. Once an event
+// carries a digest every later one must, so a digest cannot be blanked to
+// fall back to the older rule. The first failure is returned and kept;
+// later calls return it again.
 func (v *Verifier) Add(e pollwarden.Event) error {
 	if v.err != nil {
 		return v.err
@@ -101,10 +105,12 @@ func (v *Verifier) Add(e pollwarden.Event) error {
 	case e.Seq < 1:
 		v.err = chainErr(e, ProblemSeq, "seq %d is not positive", e.Seq)
 	}
-	if v.err == nil && !Pruned(e) {
-		if got := Hash(e); got != e.Hash {
-			v.err = chainErr(e, ProblemHash, "stored hash %s, content hashes to %s: the event was edited", short(e.Hash), short(got))
-		}
+	if v.err == nil && e.PayloadDigest == "" && v.digestFrom > 0 {
+		v.err = chainErr(e, ProblemHash, "the event has no payload digest though the event at pos %d and every one since has one: its digest was removed",
+			v.digestFrom)
+	}
+	if v.err == nil {
+		v.err = contentProblem(e)
 	}
 	if v.err == nil {
 		for _, c := range v.Checkpoints {
@@ -126,8 +132,38 @@ func (v *Verifier) Add(e pollwarden.Event) error {
 	if Pruned(e) {
 		v.pruned++
 	}
+	if e.PayloadDigest != "" && v.digestFrom == 0 {
+		v.digestFrom = e.Pos
+	}
 	v.pos, v.hash, v.last = e.Pos, e.Hash, e
 	v.last.Payload, v.last.Data = nil, pollwarden.EventData{}
+	return nil
+}
+
+// contentProblem checks e's hash against its content. An event with a
+// PayloadDigest is hashed over the digest (Encode), and its payload, unless
+// pruned, must match the digest; so a pruned one still binds its kind,
+// time, place and the digest of what was dropped. An older event without
+// a digest is hashed over its payload, which a prune dropped: a pruned one
+// of those has nothing left to hash, its stored hash is taken as is, and
+// the next event's PrevHash, which that event's own hash covers, is what
+// holds it in place.
+func contentProblem(e pollwarden.Event) *ChainError {
+	if e.PayloadDigest != "" && !Pruned(e) {
+		if got := PayloadDigest(e.Payload); got != e.PayloadDigest {
+			return chainErr(e, ProblemHash, "stored payload digest %s, payload digests to %s: the payload was edited", short(e.PayloadDigest), short(got))
+		}
+	}
+	if e.PayloadDigest == "" && Pruned(e) {
+		return nil
+	}
+	if got := Hash(e); got != e.Hash {
+		what := "content"
+		if Pruned(e) {
+			what = "what the prune kept (place, kind, time, payload digest)"
+		}
+		return chainErr(e, ProblemHash, "stored hash %s, %s hashes to %s: the event was edited", short(e.Hash), what, short(got))
+	}
 	return nil
 }
 
@@ -202,8 +238,8 @@ func VerifyOperation(events []pollwarden.Event, prev func(pos int64) (hash strin
 			return chainErr(e, ProblemOrder, "pos %d does not come after the previous event's pos %d", e.Pos, lastPos), nil
 		}
 		lastPos = e.Pos
-		if got := Hash(e); !Pruned(e) && got != e.Hash {
-			return chainErr(e, ProblemHash, "stored hash %s, content hashes to %s: the event was edited", short(e.Hash), short(got)), nil
+		if ce := contentProblem(e); ce != nil {
+			return ce, nil
 		}
 		want := ""
 		if e.Pos > 1 {

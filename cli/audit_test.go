@@ -119,7 +119,7 @@ func TestAuditVerifyDetectsCLI(t *testing.T) {
 		"insert": {[]string{
 			"UPDATE events SET pos = pos + 1000 WHERE pos >= 20",
 			"UPDATE events SET pos = pos - 1000 + 1 WHERE pos >= 1000",
-			"INSERT INTO events SELECT 20, operation_id, 99, at, kind, payload, prev_hash, hash FROM events WHERE pos = 21",
+			"INSERT INTO events SELECT 20, operation_id, 99, at, kind, payload, prev_hash, hash, payload_digest FROM events WHERE pos = 21",
 		}, "event pos 20 (operation demo-2-exp_retry_after seq 99): hash mismatch"},
 		"swap": {[]string{
 			"UPDATE events SET pos = 1000 WHERE pos = 20",

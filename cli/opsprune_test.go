@@ -55,8 +55,9 @@ func TestPruneKeepsChainVerifiable(t *testing.T) {
 	}{
 		"a kept event edited": {"UPDATE events SET kind = 'decision' WHERE operation_id = 'demo-9-exp_paused' AND seq = 2", "hash mismatch"},
 		"a pruned event's hash replaced": {"UPDATE events SET hash = '" + strings.Repeat("0", 64) + "' " +
-			"WHERE operation_id = 'demo-1-exp_success' AND seq = 3", "prev_hash mismatch"},
-		"a pruned event deleted": {"DELETE FROM events WHERE operation_id = 'demo-3-exp_failed' AND seq = 2", "pos gap"},
+			"WHERE operation_id = 'demo-1-exp_success' AND seq = 3", "hash mismatch"},
+		"a pruned event's kind rewritten": {"UPDATE events SET kind = 'decision' WHERE operation_id = 'demo-1-exp_success' AND seq = 2", "hash mismatch"},
+		"a pruned event deleted":          {"DELETE FROM events WHERE operation_id = 'demo-3-exp_failed' AND seq = 2", "pos gap"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			copyDB := filepath.Join(t.TempDir(), "copy.db")

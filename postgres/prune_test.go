@@ -44,6 +44,8 @@ func TestPruneTamperDetected(t *testing.T) {
 		"UPDATE %s.events SET payload = convert_to('pruned', 'UTF8') WHERE operation_id = 'live'",
 		"DELETE FROM %s.operations WHERE id = 'done'",
 		"UPDATE %s.events SET payload = convert_to('{}', 'UTF8') WHERE operation_id = 'done'",
+		// A prune keeps the digest its hash covers.
+		"UPDATE %s.events SET payload = convert_to('pruned', 'UTF8'), payload_digest = '' WHERE operation_id = 'done'",
 	} {
 		if _, err := conn.Exec(t.Context(), fmt.Sprintf(q, schema)); err == nil || !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("%s: %v, want it refused", q, err)
@@ -70,8 +72,13 @@ func TestPruneTamperDetected(t *testing.T) {
 	for _, tc := range []struct{ edit, undo, want string }{
 		{"UPDATE %s.events SET kind = 'decision' WHERE operation_id = 'live' AND seq = 2",
 			"UPDATE %s.events SET kind = 'response_received' WHERE operation_id = 'live' AND seq = 2", audit.ProblemHash},
+		// A pruned event's hash is recomputed from what the prune kept.
 		{"UPDATE %s.events SET hash = 'x' || hash WHERE operation_id = 'done' AND seq = 2",
-			"UPDATE %s.events SET hash = substr(hash, 2) WHERE operation_id = 'done' AND seq = 2", audit.ProblemPrevHash},
+			"UPDATE %s.events SET hash = substr(hash, 2) WHERE operation_id = 'done' AND seq = 2", audit.ProblemHash},
+		{"UPDATE %s.events SET kind = 'decision' WHERE operation_id = 'done' AND seq = 2",
+			"UPDATE %s.events SET kind = 'response_received' WHERE operation_id = 'done' AND seq = 2", audit.ProblemHash},
+		{"UPDATE %s.events SET at = '2001-01-01T00:00:00Z', payload_digest = 'x' || payload_digest WHERE operation_id = 'done' AND seq = 1",
+			"UPDATE %s.events SET at = (SELECT at FROM %[1]s.events WHERE operation_id = 'live' AND seq = 1), payload_digest = substr(payload_digest, 2) WHERE operation_id = 'done' AND seq = 1", audit.ProblemHash},
 	} {
 		if _, err := conn.Exec(t.Context(), fmt.Sprintf(tc.edit, schema)); err != nil {
 			t.Fatal(err)

@@ -158,10 +158,11 @@ func TestTamperDetected(t *testing.T) {
 			}
 			forged := pollwarden.Event{Pos: 9, OperationID: "op-2", Seq: 99, At: time.Now().UTC(), Kind: pollwarden.EventDecision,
 				PrevHash: prev, Payload: []byte(`{"decision":"approved"}`)}
+			forged.PayloadDigest = audit.PayloadDigest(forged.Payload)
 			forged.Hash = audit.Hash(forged)
-			mustExec(t, db, "INSERT INTO events (pos, operation_id, seq, at, kind, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			mustExec(t, db, "INSERT INTO events (pos, operation_id, seq, at, kind, payload, prev_hash, hash, payload_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 				forged.Pos, forged.OperationID, forged.Seq, forged.At.Format("2006-01-02T15:04:05.000000000Z07:00"), string(forged.Kind),
-				forged.Payload, forged.PrevHash, forged.Hash)
+				forged.Payload, forged.PrevHash, forged.Hash, forged.PayloadDigest)
 			wantBreak(t, verifyFile(t, path, &audit.Verifier{}), 10, audit.ProblemPrevHash)
 		})
 		t.Run(mode+"/swap two events", func(t *testing.T) {
@@ -206,7 +207,7 @@ func TestTamperDetected(t *testing.T) {
 // there on, as an attacker who knows the (public) encoding can.
 func rechain(t *testing.T, db *sql.DB, pos int64, edit func(*pollwarden.Event)) {
 	t.Helper()
-	rows, err := db.Query("SELECT pos, operation_id, seq, at, kind, payload, prev_hash FROM events WHERE pos >= ? ORDER BY pos", pos-1)
+	rows, err := db.Query("SELECT pos, operation_id, seq, at, kind, payload, prev_hash, payload_digest FROM events WHERE pos >= ? ORDER BY pos", pos-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func rechain(t *testing.T, db *sql.DB, pos int64, edit func(*pollwarden.Event)) 
 	for rows.Next() {
 		var e pollwarden.Event
 		var at, kind string
-		if err := rows.Scan(&e.Pos, &e.OperationID, &e.Seq, &at, &kind, &e.Payload, &e.PrevHash); err != nil {
+		if err := rows.Scan(&e.Pos, &e.OperationID, &e.Seq, &at, &kind, &e.Payload, &e.PrevHash, &e.PayloadDigest); err != nil {
 			t.Fatal(err)
 		}
 		e.At, _ = time.Parse(time.RFC3339Nano, at)

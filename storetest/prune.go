@@ -46,6 +46,11 @@ func testPrune(t *testing.T, s pollwarden.Store) {
 		}
 	}
 	before := verifyStore(t, s)
+	for _, e := range before {
+		if e.PayloadDigest != audit.PayloadDigest(e.Payload) {
+			t.Fatalf("event pos %d: payload digest %q, want the SHA-256 of its payload: a prune could not keep what the hash binds", e.Pos, e.PayloadDigest)
+		}
+	}
 	cutoff := t0.Add(time.Hour)
 
 	dry, err := p.OperationPrune(t.Context(), pollwarden.PruneParams{FinishedBefore: cutoff, DryRun: true})
@@ -64,7 +69,8 @@ func testPrune(t *testing.T, s pollwarden.Store) {
 	}
 	for i, e := range after {
 		b := before[i]
-		if e.Pos != b.Pos || e.Hash != b.Hash || e.PrevHash != b.PrevHash || e.OperationID != b.OperationID || e.Seq != b.Seq || e.Kind != b.Kind {
+		if e.Pos != b.Pos || e.Hash != b.Hash || e.PrevHash != b.PrevHash || e.OperationID != b.OperationID || e.Seq != b.Seq || e.Kind != b.Kind ||
+			!e.At.Equal(b.At) || e.PayloadDigest != b.PayloadDigest {
 			t.Fatalf("event pos %d changed beyond its payload: %+v, was %+v", e.Pos, e, b)
 		}
 		if audit.Pruned(e) != ops[e.OperationID].pruned {

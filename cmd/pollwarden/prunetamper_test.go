@@ -75,6 +75,16 @@ func TestAuditVerifyCatchesPrunedMarkerOutOfPlace(t *testing.T) {
 			"DELETE FROM operations WHERE id = 'esc2'"}},
 		{"a pruned operation's finishing event rewritten", "done", []string{
 			"UPDATE events SET kind = 'state_changed', at = '2001-01-01T00:00:00Z' WHERE operation_id = 'done' AND kind IN ('succeeded', 'finished')"}},
+		// The pruned event keeps its place and its finishing event: only
+		// its hash, which binds what the prune kept, can tell.
+		{"a pruned event's kind rewritten", "done", []string{
+			"UPDATE events SET kind = 'decision' WHERE operation_id = 'done' AND seq = 1"}},
+		{"a pruned event's time rewritten", "done", []string{
+			"UPDATE events SET at = '2001-01-01T00:00:00Z' WHERE operation_id = 'done' AND seq = 1"}},
+		{"a pruned event's payload digest replaced", "done", []string{
+			"UPDATE events SET payload_digest = (SELECT payload_digest FROM events WHERE operation_id = 'esc' AND seq = 1) WHERE operation_id = 'done' AND seq = 1"}},
+		{"a pruned event's payload digest removed", "done", []string{
+			"UPDATE events SET payload_digest = '' WHERE operation_id = 'done' AND seq = (SELECT max(seq) FROM events WHERE operation_id = 'done')"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := tamperedCopy(t, store, tc.stmts)

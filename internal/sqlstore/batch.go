@@ -154,7 +154,7 @@ func (s *Store) runGroupLocal(ctx context.Context, tx Querier, batch []*groupedW
 const maxWideEvents = 48
 
 var wideInsertEvents = func() (q [maxWideEvents]string) {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	values := row
 	for i := range q {
 		q[i] = "INSERT INTO events (" + eventCols + ") VALUES " + values
@@ -178,9 +178,9 @@ func wideEventStmts(stmts []Stmt, appends []queuedAppend) []Stmt {
 		for k := range a.evs {
 			e := &a.evs[k]
 			if args == nil {
-				args = make([]any, 0, 8*maxWideEvents)
+				args = make([]any, 0, 9*maxWideEvents)
 			}
-			args = append(args, e.Pos, a.opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash)
+			args = append(args, e.Pos, a.opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash, e.PayloadDigest)
 			if n++; n == maxWideEvents {
 				flush()
 			}

@@ -8,7 +8,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-const eventCols = "pos, operation_id, seq, at, kind, payload, prev_hash, hash"
+const eventCols = "pos, operation_id, seq, at, kind, payload, prev_hash, hash, payload_digest"
 
 // maxEventRows bounds the rows of one multi-row event INSERT: a write's
 // events (one to three for a step) go in one statement, a long run of
@@ -18,7 +18,7 @@ const maxEventRows = 8
 // insertEvents are the INSERTs of 1 to maxEventRows events (index: rows
 // minus one).
 var insertEvents = func() (q [maxEventRows]string) {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	values := row
 	for i := range q {
 		q[i] = "INSERT INTO events (" + eventCols + ") VALUES " + values
@@ -33,10 +33,10 @@ var insertEvents = func() (q [maxEventRows]string) {
 func eventStmts(stmts []Stmt, opID string, evs []pollwarden.Event) []Stmt {
 	for len(evs) > 0 {
 		n := min(len(evs), maxEventRows)
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		for i := range evs[:n] {
 			e := &evs[i]
-			args = append(args, e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash)
+			args = append(args, e.Pos, opID, e.Seq, FormatTime(e.At), string(e.Kind), e.Payload, e.PrevHash, e.Hash, e.PayloadDigest)
 		}
 		stmts = append(stmts, Stmt{insertEvents[n-1], args})
 		evs = evs[n:]
@@ -47,7 +47,7 @@ func eventStmts(stmts []Stmt, opID string, evs []pollwarden.Event) []Stmt {
 // insertEventArrays inserts every event of appends, already linked, in one
 // statement of unnested arrays (Syntax.EventArrays), in order of pos.
 const insertEventArrays = "INSERT INTO events (" + eventCols + ") SELECT * FROM unnest(?::bigint[], ?::text[], ?::bigint[], " +
-	"?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[])"
+	"?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[], ?::text[])"
 
 // appendStmts inserts the events of appends, already linked: one
 // statement for them all where the dialect takes arrays, else a few per
@@ -65,6 +65,7 @@ func (s *Store) appendStmts(stmts []Stmt, appends []queuedAppend) []Stmt {
 	}
 	pos, seq := make([]int64, 0, n), make([]int64, 0, n)
 	ops, at, kind, prev, hash := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	digest := make([]string, 0, n)
 	payload := make([][]byte, 0, n)
 	for _, a := range appends {
 		for i := range a.evs {
@@ -72,9 +73,10 @@ func (s *Store) appendStmts(stmts []Stmt, appends []queuedAppend) []Stmt {
 			pos, ops, seq = append(pos, e.Pos), append(ops, a.opID), append(seq, e.Seq)
 			at, kind, payload = append(at, FormatTime(e.At)), append(kind, string(e.Kind)), append(payload, e.Payload)
 			prev, hash = append(prev, e.PrevHash), append(hash, e.Hash)
+			digest = append(digest, e.PayloadDigest)
 		}
 	}
-	return append(stmts, Stmt{insertEventArrays, []any{pos, ops, seq, at, kind, payload, prev, hash}})
+	return append(stmts, Stmt{insertEventArrays, []any{pos, ops, seq, at, kind, payload, prev, hash, digest}})
 }
 
 // appendEvents places evs after cs and inserts them as the last

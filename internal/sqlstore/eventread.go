@@ -15,7 +15,7 @@ const defaultScanLimit = 1000
 func scanEvent(rows Rows) (pollwarden.Event, error) {
 	var e pollwarden.Event
 	var at, kind string
-	if err := rows.Scan(&e.Pos, &e.OperationID, &e.Seq, &at, &kind, &e.Payload, &e.PrevHash, &e.Hash); err != nil {
+	if err := rows.Scan(&e.Pos, &e.OperationID, &e.Seq, &at, &kind, &e.Payload, &e.PrevHash, &e.Hash, &e.PayloadDigest); err != nil {
 		return e, err
 	}
 	var err error

@@ -41,12 +41,14 @@ type Chain struct {
 }
 
 // link numbers e as the next event of the chain and of its operation and
-// computes its hash (R25); the caller then stores it. It must run under
-// the lock that serializes appends.
+// computes its hash (R25) over its payload's digest, which a prune keeps;
+// the caller then stores it. It must run under the lock that serializes
+// appends.
 func (c *Chain) link(e *pollwarden.Event) {
 	c.Pos++
 	c.Seq++
 	e.Pos, e.Seq, e.PrevHash = c.Pos, c.Seq, c.Hash
+	e.PayloadDigest = audit.PayloadDigest(e.Payload)
 	e.Hash = audit.Hash(*e)
 	c.Hash = e.Hash
 }

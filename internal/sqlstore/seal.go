@@ -46,5 +46,6 @@ func publishEvents(dst, stored []pollwarden.Event) {
 		dst[i].PrevHash = stored[i].PrevHash
 		dst[i].Hash = stored[i].Hash
 		dst[i].Payload = stored[i].Payload
+		dst[i].PayloadDigest = stored[i].PayloadDigest
 	}
 }
