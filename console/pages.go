@@ -35,9 +35,6 @@ var (
 
 func readFilter(q url.Values) (filter, string) {
 	f := filter{Phase: q.Get("phase"), Contract: q.Get("contract"), Reason: q.Get("reason"), Text: strings.TrimSpace(q.Get("q"))}
-	if _, set := q["phase"]; !set {
-		f.Phase = string(pollwarden.PhaseWaiting)
-	}
 	if f.Phase != "" && !slices.Contains(filterPhases, pollwarden.Phase(f.Phase)) {
 		return f, fmt.Sprintf("Unknown phase %q: choose one from the list.", clean(f.Phase))
 	}

@@ -59,8 +59,8 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 		more := max(newMax-op.MaxStatusRequests, 0)
 		opts = append(opts, pollwarden.Option{
 			ID: pollwarden.OptionExtend,
-			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d)%s",
-				humanDuration(ext.ExtensionTime), more, dl.UTC().Format("15:04:05 UTC"), newMax, extendNote(r)),
+			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d%s)%s",
+				humanDuration(ext.ExtensionTime), more, dl.UTC().Format("15:04:05 UTC"), newMax, extensionEffect(op, c, more), extendNote(r)),
 			ExtraTime:            pollwarden.ShortDuration(ext.ExtensionTime),
 			ExtraStatusRequests:  more,
 			NewDeadline:          &dl,

@@ -41,13 +41,17 @@ func requestsWithin(b pollwarden.Backoff, f float64, span time.Duration, most in
 // request budget is spent well before the deadline (so the deadline never
 // stops an operation), or the deadline comes long before the budget could
 // be spent. "Well" and "long" mean by a factor of two, at the pace most
-// favourable to the other limit, so a warning is never a close call.
+// favourable to the other limit, so a warning is never a close call. The
+// escalation's extension is checked the same way (extensionWarnings).
 func LimitWarnings(c *pollwarden.Contract) []string {
 	lim, b := c.Limits, c.Backoff
-	if lim.MaxStatusRequests < 2 || lim.Deadline <= 0 || b.Base <= 0 || b.Max < b.Base {
+	if b.Base <= 0 || b.Max < b.Base {
 		return nil
 	}
-	var out []string
+	out := extensionWarnings(c)
+	if lim.MaxStatusRequests < 2 || lim.Deadline <= 0 {
+		return out
+	}
 	shortest, longest := BudgetSpan(b, lim.MaxStatusRequests)
 	backoff := fmt.Sprintf("a %s–%s backoff", pollwarden.ShortDuration(b.Base), pollwarden.ShortDuration(b.Max))
 	if 2*longest < lim.Deadline {

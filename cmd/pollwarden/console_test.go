@@ -137,6 +137,19 @@ func TestConsoleInChromium(t *testing.T) {
 	if e, w := strings.Index(page, "export-7"), strings.Index(page, "invoice-batch-3"); e < 0 || w < 0 || e > w {
 		t.Errorf("escalations are not listed before waiting operations (export-7 at %d, invoice-batch-3 at %d)", e, w)
 	}
+	// The card says what an approver needs for unknown_state: the
+	// provider's job id and the last state it reported.
+	card, err := chromedp.Run(alice, chromedp.Evaluate[string](`document.querySelector('a[href="/ui/operations/export-7"]').closest("li").textContent`))
+	if err != nil || !strings.Contains(card, "Provider job") || !strings.Contains(card, "Last state") || !strings.Contains(card, "running") ||
+		strings.Count(card, "export-7") < 2 {
+		t.Errorf("export-7's queue card lacks its job id or last state (%v):\n%s", err, card)
+	}
+	// A fresh approver's default filter shows the operations, not "No
+	// operation matches".
+	if others, err := chromedp.Run(alice, chromedp.Evaluate[string](`document.getElementById("others-list").textContent`)); err != nil ||
+		strings.Contains(others, "No operation matches") || !strings.Contains(others, "invoice-batch-3") || !strings.Contains(others, "export-8") {
+		t.Errorf("the default filter's list (%v):\n%s", err, others)
+	}
 	checkBrowserCookies(t, alice, r.base)
 	screenshot(t, alice, "../../docs/console-queue.png")
 
@@ -153,6 +166,7 @@ func TestConsoleInChromium(t *testing.T) {
 	for _, l := range labels {
 		act(t, alice, "a button for option "+l, chromedp.WaitVisible("", byRole("button", startsWith(l))))
 	}
+	checkAboveFold(t, alice)
 	const note = "export feeds the 06:00 report; one more try"
 	act(t, alice, "type a note", chromedp.SendKeys("", note, byRole("textbox", named("Note")), chromedp.NodeVisible))
 	screenshot(t, alice, "../../docs/console-operation.png")
@@ -163,6 +177,13 @@ func TestConsoleInChromium(t *testing.T) {
 	op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-7", "", 200)
 	if op["max_status_requests"] != float64(8) {
 		t.Errorf("after the extension: %v, want a budget of 8", op)
+	}
+	// Its four more requests run out and it escalates again: the live
+	// update replaces the banner, which no longer says "now waiting".
+	waitPhase(t, r.base, "export-7", "escalated")
+	waitText(t, alice, "Decision recorded: extend. The operation has since escalated again and needs a new decision.")
+	if page := text(t, alice); strings.Contains(page, "now waiting") {
+		t.Errorf("the banner still says the operation is waiting after it escalated again:\n%s", page)
 	}
 
 	// An agent: the same escalated operation, with no way to decide.
@@ -216,14 +237,17 @@ func TestConsoleInChromium(t *testing.T) {
 	act(t, alice, "alice back on export-8", chromedp.Navigate(r.base+"/ui/operations/export-8"),
 		chromedp.WaitVisible("", byRole("button", startsWith("Stop waiting"))))
 
-	// Live: the agent's queue drops export-8 when alice stops it, without
-	// a reload.
+	// Live: the agent's queue drops export-8 from the escalations when
+	// alice stops it, without a reload.
 	act(t, agent, "agent's queue", chromedp.Navigate(r.base+"/ui/"),
 		chromedp.WaitVisible("", byRole("link", containsAll("export-8", "request_budget_exhausted"))),
 		chromedp.Evaluate[chromedp.Void](`window.sameDocument = "yes"`))
 	click(t, alice, "alice stops export-8", byRole("button", startsWith("Stop waiting")))
 	waitText(t, alice, "The operation is now failed.")
-	act(t, agent, "the agent's queue follows", chromedp.WaitNotPresent("", byRole("link", containsAll("export-8", "request_budget_exhausted"))))
+	waitFor(t, "the agent's queue to drop export-8 from the escalations", func() bool {
+		gone, err := chromedp.Run(agent, chromedp.Evaluate[bool](`!document.querySelector('#escalated a[href="/ui/operations/export-8"]')`))
+		return err == nil && gone
+	})
 	same, err := chromedp.Run(agent, chromedp.Evaluate[string](`window.sameDocument || "reloaded"`))
 	if err != nil || same != "yes" {
 		t.Errorf("the queue was reloaded (%q, %v), not updated in place", same, err)
@@ -274,6 +298,21 @@ func checkTimeline(t *testing.T, ctx context.Context, base, id string) {
 	}
 	if !strings.Contains(row, "HTTP 429") || !strings.Contains(row, "Retry-After, ") || !strings.Contains(row, "(respected)") {
 		t.Errorf("the 429's row in the timeline's table: %q", row)
+	}
+}
+
+// checkAboveFold: at 1280×900 every decision button and the note lie
+// within the first 900 pixels of the page, measured by their boxes.
+func checkAboveFold(t *testing.T, ctx context.Context) {
+	t.Helper()
+	bottoms, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`window.scrollTo(0, 0), [...document.querySelectorAll(".decide button, .decide textarea")].map(e => e.getBoundingClientRect().bottom + window.scrollY)`))
+	if err != nil || len(bottoms) < 3 {
+		t.Fatalf("decision controls: %v (%v)", bottoms, err)
+	}
+	for _, b := range bottoms {
+		if b > 900 {
+			t.Errorf("a decision control ends %.0f px down the page, below the fold of 900 (all: %v)", b, bottoms)
+		}
 	}
 }
 
