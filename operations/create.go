@@ -139,7 +139,9 @@ func (s *Service) takenCreate(ctx context.Context, p CreateParams, r createPlan,
 	if p.Submit != nil && !done {
 		// A submission left unsent: the controller drives it on, and
 		// never re-sends it without the stored key.
-		return s.ctl.SubmitJob(ctx, r.ex, r.np, r.body)
+		if existing, err = s.ctl.SubmitJob(ctx, r.ex, r.np, r.body); err != nil {
+			return nil, err
+		}
 	}
 	return existing, s.resumed(ctx, p, existing)
 }
@@ -187,7 +189,10 @@ func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarde
 	}
 	if !p.SameRequest {
 		if p.Submit != nil {
-			return false, submitRefusal(op, fingerprint)
+			if refusal := submitRefusal(op, fingerprint); refusal != nil {
+				return false, refusal
+			}
+			return false, nil
 		}
 		if refusal := resumeRefusal(op, asked, ct); refusal != nil {
 			return false, refusal
