@@ -200,6 +200,19 @@ func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarde
 		return false, nil
 	}
 	if op.RequestDigest != digest {
+		// What a resume would refuse is said in the matcher's words, the
+		// same through every door; only what it leaves aside (deadline,
+		// limits) gets the idempotency key's own.
+		if asked != nil && p.Submit == nil {
+			if refusal := resumeRefusal(op, asked, ct); refusal != nil {
+				return false, refusal
+			}
+		}
+		if p.Submit != nil {
+			if refusal := submitRefusal(op, fingerprint); refusal != nil {
+				return false, refusal
+			}
+		}
 		return false, refuse(Conflict, p.name("operation_id"), "operation %s already exists with another request (contract %s, job %s); use another operation_id, or read it as it is",
 			op.ID, op.Contract, jobOf(op))
 	}
