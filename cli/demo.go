@@ -174,7 +174,7 @@ func (r *demoRun) controller() *controller.Controller {
 func (r *demoRun) runCase(ctx context.Context, n int, c demoCase) error {
 	r.srv.Script(c.job, c.steps...)
 	id := fmt.Sprintf("demo-%d-%s", n, c.job)
-	op, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: id, ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
+	op, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: id, ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func cmdInterrupted(ts *testscript.TestScript, neg bool, args []string) {
 	getenv := func(k string) (string, bool) { v := ts.Getenv(k); return v, v != "" }
 	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: getenv, ReadFile: os.ReadFile})})
-	op, _, err := ctl.Submit(ctx, ex, policy.NewParams{ID: args[2], ProviderJobID: args[1], Owner: "cli:script"})
+	op, err := ctl.Start(ctx, ex, policy.NewParams{ID: args[2], ProviderJobID: args[1], Owner: "cli:script"})
 	ts.Check(err)
 	_, err = ctl.Step(ctx, ex, op.ID)
 	ts.Check(err)

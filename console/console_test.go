@@ -303,7 +303,7 @@ func TestStopWaitingGoesToTheController(t *testing.T) {
 	r := newRig(t)
 	ex, _ := r.set.Get("export")
 	r.fp.Script("wait-1", fp.State("running", nil))
-	if _, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: "wait-1", ProviderJobID: "wait-1", MaxStatusRequests: 3}); err != nil {
+	if _, err := r.ctl.Start(context.Background(), ex, policy.NewParams{ID: "wait-1", ProviderJobID: "wait-1", MaxStatusRequests: 3}); err != nil {
 		t.Fatal(err)
 	}
 	b := r.browser()
@@ -373,7 +373,7 @@ func TestQueueFiltersBeforeTheLimit(t *testing.T) {
 	ex, _ := r.set.Get("export")
 	for i := range listLimit + 5 {
 		id := fmt.Sprintf("hay-%d", i)
-		if _, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: id, Owner: "build-agent"}); err != nil {
+		if _, err := r.ctl.Start(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: id, Owner: "build-agent"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -397,7 +397,7 @@ func TestQueueFiltersBeforeTheLimit(t *testing.T) {
 func TestNoPollerShown(t *testing.T) {
 	r := newRig(t)
 	ex, _ := r.set.Get("export")
-	op, _, err := r.ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-left", ProviderJobID: "left", Owner: "build-agent"})
+	op, err := r.ctl.Start(context.Background(), ex, policy.NewParams{ID: "op-left", ProviderJobID: "left", Owner: "build-agent"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func (r *rig) escalateOwned(id, state, owner string) *pollwarden.Operation {
 	r.fp.Script(id, fp.State(state, nil))
 	ex, _ := r.set.Get("export")
 	ctx := context.Background()
-	if _, _, err := r.ctl.Submit(ctx, ex, policy.NewParams{ID: id, ProviderJobID: id, MaxStatusRequests: 1, Owner: owner}); err != nil {
+	if _, err := r.ctl.Start(ctx, ex, policy.NewParams{ID: id, ProviderJobID: id, MaxStatusRequests: 1, Owner: owner}); err != nil {
 		r.t.Fatal(err)
 	}
 	for range 50 {

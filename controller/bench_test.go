@@ -53,7 +53,7 @@ limits: {deadline: 8784h, max_status_requests: 1000000}
 	ctl := New(Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober: prober.New(prober.Options{Now: clock.Now})})
 	ctx := context.Background()
-	if _, _, err := ctl.Submit(ctx, ex, policy.NewParams{ID: "op", ProviderJobID: "j"}); err != nil {
+	if _, err := ctl.Start(ctx, ex, policy.NewParams{ID: "op", ProviderJobID: "j"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -8,7 +8,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -119,78 +118,28 @@ func (c *Controller) Kept() *contract.Kept { return c.kept }
 // Store returns the controller's store, for doors that only read.
 func (c *Controller) Store() pollwarden.Store { return c.store }
 
-// Submit creates the operation, or resumes the stored one with the same id
-// when it is for the same contract, job and request fingerprint (R4). A
-// mismatched resume is refused with ErrInvalid before anything is sent.
-// created is false on a resume; counters are never reset (R11).
-func (c *Controller) Submit(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (op *pollwarden.Operation, created bool, err error) {
-	ct := ex.Contract()
-	now := c.clock.Now()
-	if p.Rand == nil {
-		p.Rand = c.factors
-	}
-	fresh, events, err := policy.NewOperation(ct, p, now)
-	if err != nil {
-		return nil, false, err
-	}
-	existing, err := c.store.OperationGet(ctx, p.ID)
-	switch {
-	case errors.Is(err, pollwarden.ErrNotFound):
-		return c.create(ctx, ex, p, fresh, events)
-	case err != nil:
-		return nil, false, err
-	}
-	if err := sameRequest(existing, fresh); err != nil {
-		return nil, false, err
-	}
-	return existing, false, nil
-}
-
-// SubmitNew is Submit for an id its caller has just read and found free
-// (a door's create checks that first): it creates the record without
-// reading the store again, and resumes like Submit when another request
-// took the id meanwhile.
-func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (op *pollwarden.Operation, created bool, err error) {
-	if p.Rand == nil {
-		p.Rand = c.factors
-	}
-	fresh, events, err := policy.NewOperation(ex.Contract(), p, c.clock.Now())
-	if err != nil {
-		return nil, false, err
-	}
-	return c.create(ctx, ex, p, fresh, events)
-}
-
-// create writes fresh with its first events, or resumes the operation
-// another process created under its id first.
-func (c *Controller) create(ctx context.Context, ex *contract.Extractor, p policy.NewParams, fresh *pollwarden.Operation, events []pollwarden.Event) (*pollwarden.Operation, bool, error) {
-	err := c.createUnder(ctx, ex, fresh, events)
-	if errors.Is(err, pollwarden.ErrExists) {
-		return c.Submit(ctx, ex, p) // created first elsewhere: resume that one
-	}
-	if err != nil {
-		return fresh, false, err
+// Create stores fresh, built by policy.NewOperation from the request
+// package operations judged, with its first events and, in the same
+// transaction, the contract it runs under. It writes nothing and returns
+// pollwarden.ErrExists when the id is taken (another request created it
+// since the caller read the store) and pollwarden.ErrPruned when it
+// belonged to a pruned operation: resuming is the caller's to judge,
+// against the record it reads, so there is one matcher.
+func (c *Controller) Create(ctx context.Context, ex *contract.Extractor, fresh *pollwarden.Operation, events []pollwarden.Event) error {
+	if err := c.createUnder(ctx, ex, fresh, events); err != nil {
+		return err
 	}
 	c.changed(fresh, events)
-	return fresh, true, nil
+	return nil
 }
 
-func sameRequest(stored, asked *pollwarden.Operation) error {
-	if stored.Contract == asked.Contract && stored.ProviderJobID == asked.ProviderJobID &&
-		stored.StatusURL == asked.StatusURL && stored.Fingerprint == asked.Fingerprint {
-		return nil
-	}
-	return fmt.Errorf("%w: operation %s was created for contract %q, job %q (fingerprint %s); refusing to resume it with contract %q, job %q (fingerprint %s)",
-		pollwarden.ErrInvalid, stored.ID, stored.Contract, jobOf(stored), stored.Fingerprint[:12],
-		asked.Contract, jobOf(asked), asked.Fingerprint[:12])
-}
+// Factors is the random source that draws the jitter factor of each
+// operation this process creates (policy.NewParams.Rand).
+func (c *Controller) Factors() policy.Rand { return c.factors }
 
-func jobOf(op *pollwarden.Operation) string {
-	if op.ProviderJobID != "" {
-		return op.ProviderJobID
-	}
-	return op.StatusURL
-}
+// Clock is the controller's clock, which every record it saves is
+// stamped with.
+func (c *Controller) Clock() pollwarden.Clock { return c.clock }
 
 func (c *Controller) changed(op *pollwarden.Operation, events []pollwarden.Event) {
 	if c.observer != nil {
@@ -212,4 +161,22 @@ func (l *lockedRand) Float64() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.r.Float64()
+}
+
+// Start builds the operation p asks for under ex's contract and creates it
+// (Create), for an embedder that drives the controller without package
+// operations, as the demo and tests do. It never resumes: a taken id is
+// pollwarden.ErrExists.
+func (c *Controller) Start(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (*pollwarden.Operation, error) {
+	if p.Rand == nil {
+		p.Rand = c.factors
+	}
+	fresh, events, err := policy.NewOperation(ex.Contract(), p, c.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, ex, fresh, events); err != nil {
+		return nil, err
+	}
+	return fresh, nil
 }

@@ -103,7 +103,7 @@ func (r *rig) controller(owner string) *Controller {
 func (r *rig) submit(id, job string, p policy.NewParams) *pollwarden.Operation {
 	r.t.Helper()
 	p.ID, p.ProviderJobID = id, job
-	op, _, err := r.ctl.Submit(context.Background(), r.ex, p)
+	op, err := r.ctl.Start(context.Background(), r.ex, p)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -294,35 +294,31 @@ func TestR23_CancelIsItsOwnRecordedAction(t *testing.T) {
 	}
 }
 
-func TestR4_ResumeWithAnotherJobIsRefused(t *testing.T) {
-	r := newRig(t, "")
-	r.submit("op1", "j1", policy.NewParams{})
-	_, _, err := r.ctl.Submit(context.Background(), r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j2"})
-	if !errors.Is(err, pollwarden.ErrInvalid) {
-		t.Fatalf("resume with another job: %v, want ErrInvalid", err)
-	}
-	op, created, err := r.ctl.Submit(context.Background(), r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"})
-	if err != nil || created || op.ID != "op1" {
-		t.Fatalf("resume with the same job: created %v err %v", created, err)
-	}
-}
-
-// TestSubmitNewResumesATakenID: an id found free by the caller but taken
-// before the create is resumed (or refused) as Submit would, never
-// created twice.
-func TestSubmitNewResumesATakenID(t *testing.T) {
+// TestCreateTakenIDWritesNothing: Create never resumes or judges a taken
+// id (package operations' resume.go is the one matcher): it answers
+// ErrExists and leaves the stored record and its story as they were,
+// whether the request matches or not.
+func TestCreateTakenIDWritesNothing(t *testing.T) {
 	r := newRig(t, "")
 	ctx := context.Background()
-	op, created, err := r.ctl.SubmitNew(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"})
-	if err != nil || !created || op.Version != 1 {
-		t.Fatalf("first: created %v err %v", created, err)
+	first, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"})
+	if err != nil || first.Version != 1 {
+		t.Fatalf("first: %+v, %v", first, err)
 	}
-	op, created, err = r.ctl.SubmitNew(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"})
-	if err != nil || created || op.ID != "op1" {
-		t.Fatalf("taken id, same job: created %v err %v, want the stored operation resumed", created, err)
+	before, _ := r.store.EventList(ctx, "op1")
+	for _, job := range []string{"j1", "j2"} {
+		fresh, events, err := policy.NewOperation(r.ex.Contract(), policy.NewParams{ID: "op1", ProviderJobID: job}, r.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.ctl.Create(ctx, r.ex, fresh, events); !errors.Is(err, pollwarden.ErrExists) {
+			t.Fatalf("job %s under a taken id: %v, want ErrExists", job, err)
+		}
 	}
-	if _, _, err := r.ctl.SubmitNew(ctx, r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j2"}); !errors.Is(err, pollwarden.ErrInvalid) {
-		t.Fatalf("taken id, another job: %v, want ErrInvalid", err)
+	op, err := r.store.OperationGet(ctx, "op1")
+	after, _ := r.store.EventList(ctx, "op1")
+	if err != nil || op.ProviderJobID != "j1" || op.Version != first.Version || len(after) != len(before) {
+		t.Fatalf("stored %+v (%v), %d events, want job j1 at version %d with %d events", op, err, len(after), first.Version, len(before))
 	}
 }
 

@@ -118,7 +118,7 @@ func Example() {
 
 	// The record, with its deadline and budgets, is stored before any
 	// request; the same id later resumes it, counters intact.
-	op, _, err := e.ctl.Submit(ctx, e.ex, policy.NewParams{ID: "batch-1", ProviderJobID: "batch_abc123", MaxStatusRequests: 10})
+	op, err := e.ctl.Start(ctx, e.ex, policy.NewParams{ID: "batch-1", ProviderJobID: "batch_abc123", MaxStatusRequests: 10})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func ExampleController_Wait() {
 	e, done := start(ctx)
 	defer done()
 
-	op, _, err := e.ctl.Submit(ctx, e.ex, policy.NewParams{ID: "batch-2", ProviderJobID: "batch_abc123", MaxStatusRequests: 10})
+	op, err := e.ctl.Start(ctx, e.ex, policy.NewParams{ID: "batch-2", ProviderJobID: "batch_abc123", MaxStatusRequests: 10})
 	if err != nil {
 		log.Fatal(err)
 	}

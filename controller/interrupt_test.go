@@ -15,7 +15,7 @@ import (
 func TestResumedAndInterruptedNotes(t *testing.T) {
 	r := newSubmitRig(t, false, "")
 	ctx := context.Background()
-	op, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-n", ProviderJobID: "j1"})
+	op, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op-n", ProviderJobID: "j1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ result:
 
 func (r *resultRig) succeeded(id string) {
 	r.t.Helper()
-	if _, _, err := r.ctl.Submit(context.Background(), r.ex, policy.NewParams{ID: id, ProviderJobID: "j-" + id}); err != nil {
+	if _, err := r.ctl.Start(context.Background(), r.ex, policy.NewParams{ID: id, ProviderJobID: "j-" + id}); err != nil {
 		r.t.Fatal(err)
 	}
 	op, err := r.ctl.Wait(context.Background(), r.ex, id, nil)
@@ -152,7 +152,7 @@ var actorAgent = pollwarden.Actor{Name: "agent-a", Role: pollwarden.RoleAgent}
 func TestFetchResultBeforeSuccessIsRefused(t *testing.T) {
 	r := newResultRig(t, "BASE/files/{output_file_id}/content")
 	r.p.set("a,b\n", false)
-	if _, _, err := r.ctl.Submit(context.Background(), r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"}); err != nil {
+	if _, err := r.ctl.Start(context.Background(), r.ex, policy.NewParams{ID: "op1", ProviderJobID: "j1"}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer

@@ -125,7 +125,7 @@ func newRig(t *testing.T) *rig {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := r.ctl.Submit(ctx, ex, policy.NewParams{ID: id, ProviderJobID: job, Vars: vars, Owner: agentName, By: &who}); err != nil {
+		if _, err := r.ctl.Start(ctx, ex, policy.NewParams{ID: id, ProviderJobID: job, Vars: vars, Owner: agentName, By: &who}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -110,6 +110,11 @@ func withID(id string, r request) request { r.opID = id; return r }
 
 func editContract(old, new string) request { return request{kind: edit, editOld: old, editNew: new} }
 
+func withVars(region string, r request) request {
+	r.vars = map[string]string{"region": region}
+	return r
+}
+
 func withDeadline(d string, r request) request { r.deadline = d; return r }
 
 func ext(target, extra string, n int) request {
@@ -124,6 +129,12 @@ var table = []row{
 	{name: "create twice without an id resumes", before: []request{ok("ok")}, req: ok("ok"), want: accepted, sameID: true},
 	{name: "create twice with an id and the same body resumes", before: []request{withID("op-same", ok("ok"))}, req: withID("op-same", ok("ok")), want: accepted, sameID: true},
 	{name: "create twice with an id and another job", before: []request{withID("op-same", ok("ok"))}, req: withID("op-same", ok("ok2")), want: conflict, field: "op-same"},
+	// One matcher (package operations' resume.go) judges a resume through
+	// every door, so each says in the same words what differs.
+	{name: "resume with another job says so", before: []request{withID("op-job", ok("ok"))}, req: withID("op-job", ok("ok2")), want: conflict,
+		field: "cannot be resumed with this request: the job differs (created for job ok, asked for job ok2)"},
+	{name: "resume with other variables says so", before: []request{withID("op-vars", withVars("us", ok("ok")))}, req: withID("op-vars", withVars("eu", ok("ok"))), want: conflict,
+		field: "the job's variables differ (created with region=us, asked with region=eu)"},
 	{name: "create after the state table was edited", before: []request{ok("run"), editContract("pending: [queued, running]", "pending: [queued, running, paused]")},
 		req: ok("run"), want: conflict, field: "the state table changed"},
 	{name: "create after a limit was raised", before: []request{ok("run"), editContract("max_status_requests: 5", "max_status_requests: 9")},

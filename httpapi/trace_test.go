@@ -82,7 +82,7 @@ limits: {deadline: 10m, max_status_requests: 5, max_transport_failures: 3, max_r
 		opts.Tracer = tr.Tracer
 	}
 	ctl := controller.New(opts)
-	if _, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-1", ProviderJobID: "job-1"}); err != nil {
+	if _, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: "op-1", ProviderJobID: "job-1"}); err != nil {
 		t.Fatal(err)
 	}
 	toks, err := tokens.New(tokens.Spec{Name: "alice", Role: pollwarden.RoleApprover, SHA256: tokens.Hash(approverTok)})

@@ -17,23 +17,24 @@ import (
 // under the new file, its counters kept, the change in its story); any
 // other is refused before anything is sent, saying what changed, so that
 // an edited file never passes silently for the one op was created under.
-func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwarden.Operation, ct *pollwarden.Contract) error {
+// It returns op as it stands after that: adopted, or as it was.
+func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwarden.Operation, ct *pollwarden.Contract) (*pollwarden.Operation, error) {
 	if op.Phase.Finished() {
-		return nil
+		return op, nil
 	}
 	ch := policy.CompareContract(op, ct)
 	if !ch.Changed() {
-		return nil
+		return op, nil
 	}
 	if !ch.Adoptable {
-		return changeRefusal(p, op, ct, ch.Changes, "")
+		return nil, changeRefusal(p, op, ct, ch.Changes, "")
 	}
-	_, err := s.ctl.AdoptContract(ctx, op.ID, ct, p.byText())
+	adopted, err := s.ctl.AdoptContract(ctx, op.ID, ct, p.byText())
 	if errors.Is(err, pollwarden.ErrLeaseHeld) || errors.Is(err, pollwarden.ErrConflict) {
-		return refuse(Conflict, "operation_id", "operation %s is being polled by another process right now, so the edited contract %s cannot be taken up; try again in a moment. Nothing was sent and the record is unchanged.",
+		return nil, refuse(Conflict, "operation_id", "operation %s is being polled by another process right now, so the edited contract %s cannot be taken up; try again in a moment. Nothing was sent and the record is unchanged.",
 			display.Value(op.ID), display.Value(ct.Name))
 	}
-	return err
+	return adopted, err
 }
 
 // earlierOperation refuses a create that would start a new operation

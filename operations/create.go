@@ -78,83 +78,72 @@ func (p CreateParams) name(field string) string {
 // Create hands a job over, or resumes the stored operation the request
 // names (counters intact, R11). created is false on a resume. Every
 // problem of the request is reported at once, and nothing is written
-// when there is one.
+// when there is one. The operation is built once (createParams) and the
+// store read once: a taken id is judged against that read by one matcher
+// (answerTaken, resumeRefusal), never by the controller.
 func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Operation, created bool, err error) {
 	if !p.Caller.Local && p.Caller.Name == "" {
 		return nil, false, refuse(Unauthenticated, "", "this request carries no token: send Authorization: Bearer <token>")
 	}
-	ex, np, body, err := s.createParams(p)
+	r, err := s.createParams(p)
 	if err != nil {
 		return nil, false, err
 	}
-	digest := p.CreateRequest.Digest()
-	np.RequestDigest = digest
-	asked, _, _ := policy.NewOperation(ex.Contract(), np, s.o.Clock.Now())
-	existing, err := s.store.OperationGet(ctx, np.ID)
-	switch {
-	case errors.Is(err, pollwarden.ErrNotFound):
-		existing = nil
-		if err := s.earlierOperation(ctx, p, np, ex.Contract()); err != nil {
-			return nil, false, err
-		}
-	case err != nil:
-		return nil, false, err
-	default:
-		done, err := p.answerTaken(existing, asked, ex.Contract(), digest)
-		if err != nil {
-			return nil, false, err
-		}
-		// Even the API's same request, answered as stored, is told of an
-		// edited contract: the wait it names would go on under the new file.
-		if err := s.contractChange(ctx, p, existing, ex.Contract()); err != nil {
-			return nil, false, err
-		}
-		if done {
-			if existing, err = s.store.OperationGet(ctx, np.ID); err != nil {
-				return nil, false, err
-			}
-			return existing, false, s.resumed(ctx, p, existing)
-		}
-	}
-	if p.Submit != nil {
-		op, err = s.ctl.SubmitJob(ctx, ex, np, body)
-		created = existing == nil
-	} else if existing == nil {
-		op, created, err = s.ctl.SubmitNew(ctx, ex, np)
-	} else {
-		op, created, err = s.ctl.Submit(ctx, ex, np)
-	}
-	if err != nil {
-		again, gerr := s.store.OperationGet(ctx, np.ID)
-		if gerr == nil && existing == nil {
-			// Another request took the id since it was read.
-			if done, terr := p.answerTaken(again, asked, ex.Contract(), digest); terr != nil {
-				return nil, false, terr
-			} else if done {
-				return again, false, nil
-			}
-		}
+	// A create that loses the id to another request between its read and
+	// its write judges the record that request stored, once.
+	for range 2 {
+		existing, err := s.store.OperationGet(ctx, r.np.ID)
 		switch {
+		case errors.Is(err, pollwarden.ErrNotFound):
+		case err != nil:
+			return nil, false, err
+		default:
+			op, err := s.takenCreate(ctx, p, r, existing)
+			return op, false, err
+		}
+		if err := s.earlierOperation(ctx, p, r.np, r.ex.Contract()); err != nil {
+			return nil, false, err
+		}
+		if p.Submit != nil {
+			op, err := s.ctl.SubmitJob(ctx, r.ex, r.np, r.body)
+			return op, err == nil, err
+		}
+		err = s.ctl.Create(ctx, r.ex, r.fresh, r.events)
+		switch {
+		case err == nil:
+			return r.fresh, true, nil
 		case errors.Is(err, pollwarden.ErrPruned):
 			// A pruned operation's id: it stays taken, and is answered
 			// as an id someone else holds, never with what it was.
-			return nil, false, errTaken(np.ID)
-		case gerr == nil && errors.Is(err, pollwarden.ErrInvalid):
-			// A resume the stored record refuses (another job, contract
-			// or credential under this id).
-			return nil, false, refuse(Conflict, "operation_id", "%s", trimSentinel(err))
-		case errors.Is(err, pollwarden.ErrInvalid):
-			return nil, false, refuse(Invalid, "", "%s", trimSentinel(err))
+			return nil, false, errTaken(r.np.ID)
+		case !errors.Is(err, pollwarden.ErrExists):
+			return nil, false, err
 		}
-		return nil, false, err
 	}
-	if !p.Caller.sees(op) { // created by someone else since it was read
-		return nil, false, errTaken(np.ID)
+	return nil, false, errTaken(r.np.ID)
+}
+
+// takenCreate answers a create whose id is taken by existing: the stored
+// record as it is, a resume of it, or a refusal saying what differs.
+func (s *Service) takenCreate(ctx context.Context, p CreateParams, r createPlan, existing *pollwarden.Operation) (*pollwarden.Operation, error) {
+	ct := r.ex.Contract()
+	done, err := p.answerTaken(existing, r.fresh, ct, r.np.RequestDigest, r.fingerprint)
+	if err != nil {
+		return nil, err
 	}
-	if !created {
-		return op, false, s.resumed(ctx, p, op)
+	// Even the API's same request, answered as stored, is told of an
+	// edited contract: the wait it names would go on under the new file.
+	if existing, err = s.contractChange(ctx, p, existing, ct); err != nil {
+		return nil, err
 	}
-	return op, true, nil
+	if p.Submit != nil && !done {
+		// A submission left unsent: the controller drives it on, and
+		// never re-sends it without the stored key.
+		if existing, err = s.ctl.SubmitJob(ctx, r.ex, r.np, r.body); err != nil {
+			return nil, err
+		}
+	}
+	return existing, s.resumed(ctx, p, existing)
 }
 
 // resumed records, for every door alike, that p took up op's wait again
@@ -184,22 +173,26 @@ func Check(o Options, p CreateParams) (id string, err error) {
 	if s.o.Clock == nil {
 		s.o.Clock = pollwarden.RealClock{}
 	}
-	_, np, _, err := s.createParams(p)
-	return np.ID, err
+	r, err := s.createParams(p)
+	return r.np.ID, err
 }
 
 // answerTaken judges a request whose id is taken by op before anything is
 // sent: done is true when op is the answer as it is (the API's same
-// request), err a refusal; neither lets the controller resume it.
-func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarden.Contract, digest string) (done bool, err error) {
+// request), err a refusal; neither lets a submission be driven on.
+// asked is the operation the request would create.
+func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarden.Contract, digest, fingerprint string) (done bool, err error) {
 	if !p.Caller.sees(op) {
 		// Nothing of the other record (its contract, job, phase), and the
 		// same words whether or not the requests match.
 		return false, errTaken(op.ID)
 	}
 	if !p.SameRequest {
-		if p.Submit != nil || asked == nil {
-			return false, nil // the controller judges a submission's resume
+		if p.Submit != nil {
+			if refusal := submitRefusal(op, fingerprint); refusal != nil {
+				return false, refusal
+			}
+			return false, nil
 		}
 		if refusal := resumeRefusal(op, asked, ct); refusal != nil {
 			return false, refusal
@@ -207,6 +200,19 @@ func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarde
 		return false, nil
 	}
 	if op.RequestDigest != digest {
+		// What a resume would refuse is said in the matcher's words, the
+		// same through every door; only what it leaves aside (deadline,
+		// limits) gets the idempotency key's own.
+		if asked != nil && p.Submit == nil {
+			if refusal := resumeRefusal(op, asked, ct); refusal != nil {
+				return false, refusal
+			}
+		}
+		if p.Submit != nil {
+			if refusal := submitRefusal(op, fingerprint); refusal != nil {
+				return false, refusal
+			}
+		}
 		return false, refuse(Conflict, p.name("operation_id"), "operation %s already exists with another request (contract %s, job %s); use another operation_id, or read it as it is",
 			op.ID, op.Contract, jobOf(op))
 	}
@@ -222,10 +228,26 @@ func errTaken(id string) *Problems {
 	return refuse(Conflict, "operation_id", "operation_id %s is already in use; choose another, or omit operation_id to get one derived from the contract and job", display.Clip(id))
 }
 
+// createPlan is a judged create request: its contract, its parameters
+// with their id, and (for a job the caller names) the operation it
+// creates with its first events, built once.
+type createPlan struct {
+	ex   *contract.Extractor
+	np   policy.NewParams
+	body []byte // a submission's body as it will be sent
+	// fresh is the operation to store, nil for a submission (the
+	// controller records it with its idempotency key).
+	fresh  *pollwarden.Operation
+	events []pollwarden.Event
+	// fingerprint is the request's (policy.FingerprintVars or
+	// SubmitFingerprint), which a resume must match.
+	fingerprint string
+}
+
 // createParams checks everything the request says, against its contract,
-// and turns it into policy.NewParams with its id. Every problem is
-// reported at once.
-func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewParams, []byte, error) {
+// and turns it into policy.NewParams with its id and the operation they
+// build. Every problem is reported at once.
+func (s *Service) createParams(p CreateParams) (createPlan, error) {
 	probs := &Problems{Kind: Invalid}
 	if p.OperationID != "" {
 		if err := pollwarden.CheckOperationID(p.name("operation_id"), p.OperationID); err != nil {
@@ -238,12 +260,12 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	}
 	if p.Contract == "" {
 		probs.add("contract", "%s is required (loaded: %s; built-in: %s)", p.name("contract"), names, strings.Join(builtin.Names(), ", "))
-		return nil, policy.NewParams{}, nil, probs
+		return createPlan{}, probs
 	}
 	ex, ok := s.o.Contracts.Get(p.Contract)
 	if !ok {
 		probs.add("contract", "unknown contract %s (loaded: %s; built-in: %s)", display.Clip(p.Contract), names, strings.Join(builtin.Names(), ", "))
-		return nil, policy.NewParams{}, nil, probs
+		return createPlan{}, probs
 	}
 	ct := ex.Contract()
 	now := s.o.Clock.Now()
@@ -298,48 +320,57 @@ func (s *Service) createParams(p CreateParams) (*contract.Extractor, policy.NewP
 	// placeholders only silence its "a job id is required" and "an
 	// operation id is required", said above or filled in below.
 	np.ContractDigest = s.contractDigest(ct)
+	np.RequestDigest = p.CreateRequest.Digest()
+	if s.ctl != nil {
+		np.Rand = s.ctl.Factors()
+	}
+	cred := credentialRef(ct)
+	fp := policy.FingerprintVars(ct, np.ProviderJobID, np.StatusURL, cred, np.Vars)
+	if p.Submit != nil {
+		fp = policy.SubmitFingerprint(ct, policy.BodyDigest(body), cred, np.Vars)
+	}
+	if np.ID == "" {
+		np.ID = pollwarden.DerivedOperationID(ct.Name, fp, p.Caller.derivedOwner())
+	}
+	// The placeholder only silences the core's "a job id is required",
+	// said above, so that every problem is reported at once; the
+	// operation it builds is then never used.
 	probe := np
 	if probe.ProviderJobID == "" && probe.StatusURL == "" {
 		probe.ProviderJobID = "-"
 	}
-	if probe.ID == "" {
-		probe.ID = "-"
-	}
-	coreProblems(ct, probe, now, probs)
+	fresh, events := coreProblems(ct, probe, now, probs)
 	if len(probs.List) == 0 && s.o.CredentialAvailable != nil {
 		if err := s.o.CredentialAvailable(ct); err != nil {
 			probs.add("contract", "%s", strings.TrimSpace(fmt.Sprintf("contract %s: %v %s", ct.Name, err, s.o.CredentialHint)))
 		}
 	}
 	if err := probs.orNil(); err != nil {
-		return nil, np, nil, err
+		return createPlan{np: np}, err
 	}
-	if np.ID == "" {
-		cred := credentialRef(ct)
-		fp := policy.FingerprintVars(ct, np.ProviderJobID, np.StatusURL, cred, np.Vars)
-		if p.Submit != nil {
-			fp = policy.SubmitFingerprint(ct, policy.BodyDigest(body), cred, np.Vars)
-		}
-		np.ID = pollwarden.DerivedOperationID(ct.Name, fp, p.Caller.derivedOwner())
+	r := createPlan{ex: ex, np: np, body: body, fingerprint: fp}
+	if p.Submit == nil {
+		r.fresh, r.events = fresh, events
 	}
-	return ex, np, body, nil
+	return r, nil
 }
 
-// coreProblems adds the core's problems with probe (policy.NewOperation),
-// with their fields; a limit above the contract's is marked Widens: only
-// an approver could lift it.
-func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) {
-	_, _, err := policy.NewOperation(ct, probe, now)
+// coreProblems builds the operation probe asks for (policy.NewOperation)
+// and adds the core's problems with it, with their fields; a limit above
+// the contract's is marked Widens: only an approver could lift it.
+func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) (*pollwarden.Operation, []pollwarden.Event) {
+	op, events, err := policy.NewOperation(ct, probe, now)
 	pe, ok := errors.AsType[*policy.ParamsError](err)
 	if !ok {
 		if err != nil {
 			probs.addErr("", err)
 		}
-		return
+		return op, events
 	}
 	for _, pp := range pe.Problems {
 		probs.List = append(probs.List, Problem{Field: pp.Field, Message: pp.Message, Widens: pp.AboveContract})
 	}
+	return nil, nil
 }
 
 // submitProblems checks a request that asks pollwarden to submit the job:

@@ -32,6 +32,24 @@ func resumeRefusal(stored, asked *pollwarden.Operation, ct *pollwarden.Contract)
 	return p
 }
 
+// submitRefusal refuses, before anything is sent, to drive on the stored
+// operation with a submission other than the one it was created for: not
+// a submission at all, or another contract, body or variables (its
+// fingerprint). nil when fingerprint, the request's, matches.
+func submitRefusal(stored *pollwarden.Operation, fingerprint string) *Problems {
+	if stored.Submission != nil && stored.Fingerprint == fingerprint {
+		return nil
+	}
+	what := "it was created for another submission (another contract, body or variables)"
+	if stored.Submission == nil {
+		what = "it watches a job its caller submitted, not a submission of this request"
+	}
+	p := refuse(Conflict, "operation_id", "operation %s cannot be resumed with this request: %s. Nothing was sent and the record is unchanged.",
+		display.Value(stored.ID), what)
+	p.ID = stored.ID
+	return p
+}
+
 // resumeDiffs names each part of the request that differs from the one
 // the stored operation was created for; contractSame is false when the
 // contract's name or status call is among them.

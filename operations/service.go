@@ -27,7 +27,8 @@ type Contracts interface {
 type Options struct {
 	Controller *controller.Controller
 	Contracts  Contracts
-	// Clock resolves relative deadlines ("30m"); default the wall clock.
+	// Clock resolves relative deadlines ("30m") and stamps the operations
+	// a create builds; default the controller's.
 	Clock pollwarden.Clock
 	// CredentialAvailable, when set, refuses a create whose contract's
 	// credential cannot be found where this process runs, naming the
@@ -71,7 +72,9 @@ func New(o Options) *Service {
 		panic("operations.New: Controller and Contracts are required")
 	}
 	if o.Clock == nil {
-		o.Clock = pollwarden.RealClock{}
+		// The controller's: the operations a create builds are stamped
+		// with the clock it saves them by.
+		o.Clock = o.Controller.Clock()
 	}
 	if o.Changes == nil {
 		o.Changes = changes.NewFeed()

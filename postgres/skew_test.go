@@ -93,7 +93,7 @@ func TestSkewedReplicasNeverOverlap(t *testing.T) {
 	// First, deterministically: the replica behind holds its request in
 	// flight at the provider while the one ahead steps the same operation.
 	srv.Script("held", fp.State("running", nil))
-	if _, _, err := behind.ctl.Submit(ctx, ex, policy.NewParams{ID: "op-held", ProviderJobID: "held"}); err != nil {
+	if _, err := behind.ctl.Start(ctx, ex, policy.NewParams{ID: "op-held", ProviderJobID: "held"}); err != nil {
 		t.Fatal(err)
 	}
 	inFlight, release := make(chan struct{}), make(chan struct{})
@@ -136,7 +136,7 @@ func TestSkewedReplicasNeverOverlap(t *testing.T) {
 	for i := range ops {
 		job := fmt.Sprintf("job-%d", i)
 		srv.Script(job, fp.Step{JSON: map[string]any{"state": "running"}, Delay: 20 * time.Millisecond})
-		if _, _, err := behind.ctl.Submit(ctx, ex, policy.NewParams{ID: "op-" + job, ProviderJobID: job}); err != nil {
+		if _, err := behind.ctl.Start(ctx, ex, policy.NewParams{ID: "op-" + job, ProviderJobID: job}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -98,7 +98,7 @@ func submitOps(b testing.TB, r *rig, st pollwarden.Store, ex *contract.Extractor
 	for i := range ops {
 		job := fmt.Sprintf("job-%05d", i)
 		r.srv.Script(job, fp.State("running", nil))
-		if _, _, err := setup.Submit(context.Background(), ex, policy.NewParams{ID: "op-" + job, ProviderJobID: job}); err != nil {
+		if _, err := setup.Start(context.Background(), ex, policy.NewParams{ID: "op-" + job, ProviderJobID: job}); err != nil {
 			b.Fatal(err)
 		}
 	}

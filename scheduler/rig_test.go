@@ -130,7 +130,7 @@ func (r *rig) controller(st pollwarden.Store, owner string, onChange func(*pollw
 
 func (r *rig) submit(ctl *controller.Controller, ex *contract.Extractor, id, job string) *pollwarden.Operation {
 	r.t.Helper()
-	op, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: job})
+	op, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: job})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func TestActionsAreSpans(t *testing.T) {
 func TestCancelIsASpan(t *testing.T) {
 	r := newActionRig(t, false)
 	ctx := context.Background()
-	if _, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-c", ProviderJobID: "job-c"}); err != nil {
+	if _, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op-c", ProviderJobID: "job-c"}); err != nil {
 		t.Fatal(err)
 	}
 	approver := pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}
@@ -243,7 +243,7 @@ func TestCancelIsASpan(t *testing.T) {
 func TestNoTraceparentToAnotherOrigin(t *testing.T) {
 	r := newActionRig(t, true)
 	ctx := context.Background()
-	if _, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-s", ProviderJobID: "job-s"}); err != nil {
+	if _, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op-s", ProviderJobID: "job-s"}); err != nil {
 		t.Fatal(err)
 	}
 	if op, err := r.ctl.Wait(ctx, r.ex, "op-s", nil); err != nil || op.Phase != pollwarden.PhaseSucceeded {

@@ -106,7 +106,7 @@ func TestSpansForStepsAndDecisions(t *testing.T) {
 	r := newRig(t, true)
 	r.srv.Script("job-1", fp.State("running", nil))
 	ctx := context.Background()
-	if _, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-1", ProviderJobID: "job-1"}); err != nil {
+	if _, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op-1", ProviderJobID: "job-1"}); err != nil {
 		t.Fatal(err)
 	}
 	op, err := r.ctl.Wait(ctx, r.ex, "op-1", nil)
@@ -187,7 +187,7 @@ func TestNoTraceparentUnlessTheContractAllows(t *testing.T) {
 			r := newRigTraced(t, tc.propagate, tc.traced)
 			r.srv.Script("job-2", fp.Succeeded("https://results.example.com/r.csv"))
 			ctx := context.Background()
-			if _, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-2", ProviderJobID: "job-2"}); err != nil {
+			if _, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op-2", ProviderJobID: "job-2"}); err != nil {
 				t.Fatal(err)
 			}
 			if op, err := r.ctl.Wait(ctx, r.ex, "op-2", nil); err != nil || op.Phase != pollwarden.PhaseSucceeded {
@@ -283,7 +283,7 @@ func TestExpiredDecisionIsASpan(t *testing.T) {
 	r := newRig(t, false)
 	r.srv.Script("job-3", fp.State("running", nil))
 	ctx := context.Background()
-	if _, _, err := r.ctl.Submit(ctx, r.ex, policy.NewParams{ID: "op-3", ProviderJobID: "job-3"}); err != nil {
+	if _, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: "op-3", ProviderJobID: "job-3"}); err != nil {
 		t.Fatal(err)
 	}
 	if op, err := r.ctl.Wait(ctx, r.ex, "op-3", nil); err != nil || op.Phase != pollwarden.PhaseEscalated {

@@ -89,7 +89,7 @@ limits: {deadline: 10m, max_status_requests: 12, max_transport_failures: 3, max_
 	env := map[string]string{"CLIENT_ID": "app", "CLIENT_SECRET": secret}
 	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})})
-	op, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-minted", ProviderJobID: "j1"})
+	op, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: "op-minted", ProviderJobID: "j1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ limits: {deadline: 10m, max_status_requests: 12, max_transport_failures: 3, max_
 	clock := &fakeClock{now: time.Now()}
 	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(k string) (string, bool) { return "value-" + k, true }})})
-	op, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-outage", ProviderJobID: "j1"})
+	op, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: "op-outage", ProviderJobID: "j1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func replay(t *testing.T, name string, sc scenario) (*pollwarden.Operation, *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op-" + sc.name, ProviderJobID: job, Vars: vars})
+	op, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: "op-" + sc.name, ProviderJobID: job, Vars: vars})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func succeededRig(t *testing.T, name, base, job string) (*controller.Controller,
 	clock := &fakeClock{now: time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)}
 	ctl := controller.New(controller.Options{Store: st, Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)),
 		Prober: prober.New(prober.Options{Now: clock.Now, Getenv: func(string) (string, bool) { return replayToken, true }})})
-	if _, _, err := ctl.Submit(context.Background(), ex, policy.NewParams{ID: "op", ProviderJobID: job}); err != nil {
+	if _, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: "op", ProviderJobID: job}); err != nil {
 		t.Fatal(err)
 	}
 	if op, err := ctl.Wait(context.Background(), ex, "op", nil); err != nil || op.Phase != pollwarden.PhaseSucceeded {

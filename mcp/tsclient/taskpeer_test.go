@@ -213,7 +213,7 @@ func TestMCPTaskBuiltinAgainstTypeScriptServer(t *testing.T) {
 				}
 			})
 			t.Run("unknown task ends the wait", func(t *testing.T) {
-				op, _, err := run.ctl.Submit(context.Background(), run.ex, policy.NewParams{ID: "unknown-" + mode, ProviderJobID: "no-such-task"})
+				op, err := run.ctl.Start(context.Background(), run.ex, policy.NewParams{ID: "unknown-" + mode, ProviderJobID: "no-such-task"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -251,7 +251,7 @@ func TestMCPTaskBuiltinRefusedCredential(t *testing.T) {
 	t.Parallel()
 	peer := startTaskPeer(t, false)
 	run := newPeerRun(t, peer, "not-the-token")
-	op, _, err := run.ctl.Submit(context.Background(), run.ex, policy.NewParams{ID: "denied", ProviderJobID: "any-task"})
+	op, err := run.ctl.Start(context.Background(), run.ex, policy.NewParams{ID: "denied", ProviderJobID: "any-task"})
 	if err != nil {
 		t.Fatal(err)
 	}
