@@ -2,13 +2,12 @@ package policy
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
-	"github.com/pollwarden/pollwarden/uritemplate"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // Escalate stops op with reason r and attaches the bounded decision a
@@ -179,17 +178,11 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// substituteJob fills a contract URL for a person to read, escaped as the
-// request that would be sent (or the link that would be opened) is.
+// substituteJob fills a contract URL for a person to read
+// (present.ConsoleLink), or leaves the template as written when it does
+// not expand.
 func substituteJob(tmpl string, op *pollwarden.Operation) string {
-	vars := maps.Clone(op.Vars)
-	if vars == nil {
-		vars = map[string]string{}
-	}
-	if op.ProviderJobID != "" {
-		vars["job_id"] = op.ProviderJobID
-	}
-	if out, err := uritemplate.Expand(tmpl, vars); err == nil {
+	if out, ok := present.ConsoleLink(tmpl, op); ok {
 		return out
 	}
 	return tmpl
