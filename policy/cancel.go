@@ -128,7 +128,7 @@ func CancelAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt in
 			RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests, Elapsed: elapsed(next, now),
 		}))
 	default:
-		t := now.Add(c.Backoff.Base)
+		t := now.Add(Floor(c))
 		next.NextPollAt, next.NextPollSource, next.NextPollSpread = t, pollwarden.DelayLocalBackoff, false
 		events = append(events, newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 			NextPollAt: &t, DelaySource: pollwarden.DelayLocalBackoff, RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
