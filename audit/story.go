@@ -334,7 +334,6 @@ func responseLine(d pollwarden.EventData, prev string, clock func(*time.Time) st
 	return b.String()
 }
 
-
 func actorName(a *pollwarden.Actor) string {
 	if a == nil {
 		return "someone"
