@@ -39,7 +39,8 @@ func Escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Rea
 // Options lists the bounded choices for reason r (R19, R21). Each states
 // its cost and the limit it would set. An authorization failure is never
 // offered a retry with the same credential; cancel appears only when the
-// contract documents a cancel action; resubmission is never offered.
+// contract documents a cancel action. Options itself never offers a
+// resubmission: a failed submission's escalation adds it (submitEscalate).
 func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, now time.Time) []pollwarden.Option {
 	var opts []pollwarden.Option
 	ext := c.Escalation
