@@ -65,10 +65,12 @@ func parseHTTPDate(s string) (t time.Time, err error) {
 	return t, err
 }
 
-// clipValue keeps error messages short whatever a provider sends.
+// clipValue cuts a provider's value for an error message between
+// characters, as display.Cut does (the root package links nothing of the
+// module's own, so it cannot call it).
 func clipValue(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
 	}
 	return s
 }

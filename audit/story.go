@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // Story renders an operation's events as a story a person can read after
@@ -223,7 +224,7 @@ func (t *Teller) line(e pollwarden.Event) string {
 		return fmt.Sprintf("escalated %s: %s; %d of %d status requests used; options: %s",
 			display.Value(string(d.Reason)), display.Text(d.Detail), d.RequestsUsed, d.MaxRequests, optionIDs(d.Options))
 	case pollwarden.EventNextCheckScheduled:
-		s := fmt.Sprintf("next poll %s from %s", t.clock(d.NextPollAt), sourceText(d.DelaySource))
+		s := fmt.Sprintf("next poll %s from %s", t.clock(d.NextPollAt), present.DelaySource(d.DelaySource))
 		if d.Detail != "" {
 			s += " (" + display.Text(d.Detail) + ")"
 		}
@@ -326,28 +327,11 @@ func responseLine(d pollwarden.EventData, prev string, clock func(*time.Time) st
 		if d.Decision != "wait" {
 			b.WriteString(", " + display.Text(d.Decision))
 		}
-		fmt.Fprintf(&b, ", next poll %s from %s", clock(d.NextPollAt), sourceText(d.DelaySource))
+		fmt.Fprintf(&b, ", next poll %s from %s", clock(d.NextPollAt), present.DelaySource(d.DelaySource))
 	case d.Decision != "":
 		b.WriteString(", " + display.Text(d.Decision))
 	}
 	return b.String()
-}
-
-// sourceText names a delay source in words, as the story reads.
-func sourceText(s pollwarden.DelaySource) string {
-	switch s {
-	case pollwarden.DelayRetryAfter:
-		return "provider guidance"
-	case pollwarden.DelayPollHint:
-		return "provider hint"
-	case pollwarden.DelayLocalBackoff:
-		return "local backoff"
-	case pollwarden.DelayManualExtension:
-		return "manual extension"
-	case pollwarden.DelayCallback:
-		return "provider callback"
-	}
-	return display.Text(string(s))
 }
 
 func actorName(a *pollwarden.Actor) string {

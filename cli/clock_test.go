@@ -76,4 +76,7 @@ limits: {deadline: 2h, max_status_requests: 5, max_transport_failures: 3, max_ra
 	if list := run("ops", "list", "--store", store); !strings.Contains(list, "2031-03-04T05:46:07Z") {
 		t.Errorf("ops list does not show the deadline from the env clock:\n%s", list)
 	}
+	if pr := run("ops", "prune", "--older-than", "1h", "--dry-run", "--store", store); !strings.Contains(pr, "2031-03-04T04:06:07Z") {
+		t.Errorf("ops prune does not cut an hour before the env clock:\n%s", pr)
+	}
 }

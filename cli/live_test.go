@@ -10,7 +10,8 @@ import (
 
 // TestLiveLineNamesOperationAnswerAndWhoSetTheNextCheck: the live line
 // carries the operation id, the last HTTP result, and whether the
-// provider (Retry-After, hint) or the local backoff set the next check.
+// provider (Retry-After, hint, callback) or the local backoff set the
+// next check, in the words every medium uses.
 func TestLiveLineNamesOperationAnswerAndWhoSetTheNextCheck(t *testing.T) {
 	t0 := time.Date(2025, 4, 18, 10, 20, 0, 0, time.UTC)
 	base := pollwarden.Operation{ID: "export-1a2b", LastState: "running", StartedAt: t0, DeadlineAt: t0.Add(40 * time.Minute),
@@ -24,9 +25,11 @@ func TestLiveLineNamesOperationAnswerAndWhoSetTheNextCheck(t *testing.T) {
 			[]string{"export-1a2b · running · HTTP 200 ·", "next check in 4s (local backoff)"}},
 		{"retry-after", func(op *pollwarden.Operation) {
 			op.LastHTTP, op.NextPollSource = 503, pollwarden.DelayRetryAfter
-		}, []string{"HTTP 503", "next check in 4s (the provider's Retry-After)"}},
+		}, []string{"HTTP 503", "next check in 4s (provider guidance)"}},
 		{"hint", func(op *pollwarden.Operation) { op.NextPollSource = pollwarden.DelayPollHint },
-			[]string{"next check in 4s (the provider's hint)"}},
+			[]string{"next check in 4s (provider hint)"}},
+		{"callback", func(op *pollwarden.Operation) { op.NextPollSource = pollwarden.DelayCallback },
+			[]string{"next check in 4s (provider callback)"}},
 		{"no answer", func(op *pollwarden.Operation) { op.LastHTTP = 0 }, []string{"· no HTTP answer ·"}},
 		{"transport failures", func(op *pollwarden.Operation) {
 			op.LastHTTP, op.TransportFailuresUsed, op.MaxTransportFailures = 503, 2, 3

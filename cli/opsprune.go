@@ -52,7 +52,8 @@ func opsPruneCmd(env Env) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			res, err := prune(cmd.Context(), st, time.Now().Add(-age), dryRun)
+			cutoff := env.clock().Now().Add(-age)
+			res, err := prune(cmd.Context(), st, cutoff, dryRun)
 			if err != nil {
 				return err
 			}
@@ -61,7 +62,7 @@ func opsPruneCmd(env Env) *cobra.Command {
 				verb = "would prune"
 			}
 			fmt.Fprintf(env.Stdout, "%s %s finished before %s (%s: payloads dropped, hashes kept in the chain)\n",
-				verb, plural(int(res.Operations), "operation"), time.Now().Add(-age).UTC().Format(time.RFC3339), plural(int(res.Events), "event"))
+				verb, plural(int(res.Operations), "operation"), cutoff.UTC().Format(time.RFC3339), plural(int(res.Events), "event"))
 			return nil
 		},
 	}

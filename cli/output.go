@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/internal/present"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -122,20 +123,9 @@ func lastHTTPText(op *pollwarden.Operation) string {
 	return fmt.Sprintf("HTTP %d", op.LastHTTP)
 }
 
-// nextSetBy names who chose the next check's time.
-func nextSetBy(s pollwarden.DelaySource) string {
-	switch s {
-	case pollwarden.DelayRetryAfter:
-		return "the provider's Retry-After"
-	case pollwarden.DelayPollHint:
-		return "the provider's hint"
-	case pollwarden.DelayLocalBackoff:
-		return "local backoff"
-	case pollwarden.DelayManualExtension:
-		return "after an extension"
-	}
-	return ""
-}
+// nextSetBy names who chose the next check's time, in the words every
+// medium uses (present.DelaySource).
+func nextSetBy(s pollwarden.DelaySource) string { return present.DelaySource(s) }
 
 // clockDur prints 1:05:09 or 5:09.
 func clockDur(d time.Duration) string {

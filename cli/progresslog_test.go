@@ -87,7 +87,7 @@ limits: {deadline: 1h, max_status_requests: 5, max_transport_failures: 3, max_ra
 	if still < 4 {
 		t.Errorf("%d still-waiting lines over 20 silent minutes, want at least 4", still)
 	}
-	if !strings.Contains(stderr.String(), "next check at 2031-03-04T05:20:00Z") || !strings.Contains(stderr.String(), "the provider's Retry-After") {
+	if !strings.Contains(stderr.String(), "next check at 2031-03-04T05:20:00Z") || !strings.Contains(stderr.String(), "provider guidance") {
 		t.Errorf("no line says the next check is at the Retry-After's time and who chose it")
 	}
 }

@@ -276,20 +276,12 @@ func parseVarFlags(flags []string) (map[string]string, error) {
 		name, val, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok || name == "":
-			return nil, fmt.Errorf("--var %s: want NAME=VALUE", clipArg(kv))
+			return nil, fmt.Errorf("--var %s: want NAME=VALUE", display.Clip(kv))
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("--var %s is given twice", clipArg(name))
+			return nil, fmt.Errorf("--var %s is given twice", display.Clip(name))
 		}
 		out[name] = val
 	}
 	return out, nil
-}
-
-// clipArg shortens a command-line value for an error message.
-func clipArg(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
-	}
-	return s
 }

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/pollwarden/pollwarden/operations"
 )
 
 // parsePages builds one template per page, each with the shared layout.
 func parsePages() map[string]*template.Template {
-	funcs := template.FuncMap{"clock": clock}
+	funcs := template.FuncMap{"clock": clock, "maxNote": func() int { return operations.MaxNote }}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "queue", "operation", "error", "audit"} {

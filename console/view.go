@@ -8,10 +8,10 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/present"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 	"github.com/pollwarden/pollwarden/tokens"
-	"github.com/pollwarden/pollwarden/uritemplate"
 )
 
 // opView is what a page shows of one operation. Every string that came
@@ -115,7 +115,7 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 	}
 	v.Result, v.ProviderError = pretty(op.Result), pretty(op.ProviderError)
 	if ex, ok := c.contractOf(op); ok && ex.Contract().Escalation.ConsoleURL != "" {
-		if u, err := uritemplate.Expand(ex.Contract().Escalation.ConsoleURL, map[string]string{"job_id": op.ProviderJobID}); err == nil {
+		if u, ok := present.ConsoleLink(ex.Contract().Escalation.ConsoleURL, op); ok {
 			v.ConsoleURL = u
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // Problem is one thing wrong with a contract file.
@@ -105,15 +106,8 @@ func yamlProblem(err error) Problem {
 	return Problem{Line: line, Msg: "not valid YAML: " + msg}
 }
 
-// clip quotes a user-supplied value for a message, cut short so that a
-// pasted blob does not swamp the report.
-func clip(s string) string {
-	const max = 60
-	r := []rune(s)
-	if len(r) > max {
-		return strconv.Quote(string(r[:max])) + "…"
-	}
-	return strconv.Quote(s)
-}
+// clip names a value in a problem the way every error does
+// (display.Clip).
+func clip(s string) string { return display.Clip(s) }
 
 func (p Problem) unknownKey() bool { return strings.HasPrefix(p.Msg, "unknown key; did you mean") }

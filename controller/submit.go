@@ -83,7 +83,8 @@ func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor
 		case turn == turnSettled:
 			return next, nil
 		case turn == turnAgain:
-			if err := c.clock.Sleep(ctx, ct.Backoff.Base); err != nil {
+			now := c.clock.Now()
+			if err := c.clock.Sleep(ctx, policy.SubmitRetryAt(ct, now).Sub(now)); err != nil {
 				return next, err
 			}
 		}
@@ -170,7 +171,7 @@ func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Extractor,
 	case t == turnHeld:
 		res.Until = now.Add(c.leaseTTL(ct))
 	case t == turnAgain:
-		res.Until = c.clock.Now().Add(ct.Backoff.Base)
+		res.Until = policy.SubmitRetryAt(ct, c.clock.Now())
 	case next.Phase.Polling():
 		res.Until = next.NextPollAt
 	}

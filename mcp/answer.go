@@ -10,6 +10,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/internal/present"
 	"github.com/pollwarden/pollwarden/operations"
 	"github.com/pollwarden/pollwarden/policy"
 )
@@ -113,16 +114,11 @@ func relay(op *pollwarden.Operation) string {
 		url.PathEscape(op.ID), id, options)
 }
 
+// because says who chose the next request's time, in the words every
+// medium uses (present.DelaySource).
 func because(src pollwarden.DelaySource) string {
-	switch src {
-	case pollwarden.DelayRetryAfter:
-		return "as the provider asked (Retry-After)"
-	case pollwarden.DelayPollHint:
-		return "as the provider's poll hint suggests"
-	case pollwarden.DelayManualExtension:
-		return "after an approver's extension"
-	case pollwarden.DelayCallback:
-		return "because the provider called back that the job ended (the status request, not the callback, decides the outcome)"
+	if w := present.DelaySource(src); w != "" {
+		return "set by " + w
 	}
 	return "on the contract's backoff schedule"
 }

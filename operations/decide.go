@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -81,8 +82,10 @@ type DecisionParams struct {
 	Escalation string
 }
 
-// maxNote keeps a note readable as one line of the story.
-const maxNote = 2000
+// MaxNote keeps a note readable as one line of the story. It counts
+// characters (runes), as the console's maxlength does, so a note in any
+// script has the same room.
+const MaxNote = 2000
 
 // maxEscalationID bounds an escalation id as typed ("esc-" and a count).
 const maxEscalationID = 64
@@ -135,8 +138,8 @@ func (s *Service) Abandon(ctx context.Context, p DecisionParams) (*pollwarden.Op
 
 // apply checks and applies a decision the caller's role allows.
 func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Operation, error) {
-	if len(p.Note) > maxNote {
-		return nil, refuse(Invalid, "note", "note is longer than %d bytes", maxNote)
+	if utf8.RuneCountInString(p.Note) > MaxNote {
+		return nil, refuse(Invalid, "note", "note is longer than %d characters", MaxNote)
 	}
 	op, err := s.visible(ctx, p.Caller, p.ID)
 	if err != nil {

@@ -165,6 +165,28 @@ func TestAbandonIsTheOwnersOrAnApprovers(t *testing.T) {
 	}
 }
 
+// TestNoteLimitCountsCharacters: a note of MaxNote characters is taken
+// whatever their size in bytes, as the console's maxlength lets it
+// through; one more is refused, naming the note.
+func TestNoteLimitCountsCharacters(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	owner := token("build-agent", pollwarden.RoleAgent, "")
+	for _, job := range []string{"run", "run2"} {
+		if _, _, err := w.ops.Create(ctx, operations.CreateParams{Caller: owner, CreateRequest: operations.CreateRequest{OperationID: "op-" + job, Contract: "export", JobID: job}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := strings.Repeat("é", operations.MaxNote+1)
+	_, err := w.ops.Abandon(ctx, operations.DecisionParams{Caller: owner, ID: "op-run", Note: long})
+	if operations.KindOf(err) != operations.Invalid || !strings.Contains(err.Error(), "note") {
+		t.Fatalf("a note of %d characters: %v, want invalid naming the note", operations.MaxNote+1, err)
+	}
+	if op, err := w.ops.Abandon(ctx, operations.DecisionParams{Caller: owner, ID: "op-run2", Note: long[len("é"):]}); err != nil || op.Phase.Polling() {
+		t.Fatalf("a note of %d characters (%d bytes): %v", operations.MaxNote, len(long)-len("é"), err)
+	}
+}
+
 // TestExtensionReportsEachFieldOnce: an extra time that is not a duration
 // is refused as typed, once (not again as "both zero"), beside the other
 // problems, each with its field; nothing reaches the audit.

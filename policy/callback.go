@@ -46,7 +46,7 @@ func Callback(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) C
 	}
 	at := now
 	if op.LastHTTPAt != nil {
-		at = later(at, op.LastHTTPAt.Add(c.Backoff.Base))
+		at = later(at, op.LastHTTPAt.Add(Floor(c)))
 	}
 	if !at.Before(op.NextPollAt) {
 		return CallbackWake{Op: op, Why: "the next status request is already due by then"}

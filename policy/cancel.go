@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -129,7 +128,7 @@ func CancelAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt in
 			RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests, Elapsed: elapsed(next, now),
 		}))
 	default:
-		t := now.Add(c.Backoff.Base)
+		t := now.Add(Floor(c))
 		next.NextPollAt, next.NextPollSource, next.NextPollSpread = t, pollwarden.DelayLocalBackoff, false
 		events = append(events, newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 			NextPollAt: &t, DelaySource: pollwarden.DelayLocalBackoff, RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
@@ -186,7 +185,7 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 		}
 		dl := extendedDeadline(op, c.Escalation.ExtensionTime, now)
 		next.DeadlineAt = dl
-		next.MaxStatusRequests = addCapped(next.MaxStatusRequests, c.Escalation.ExtensionRequests)
+		next.MaxStatusRequests = pollwarden.AddCount(next.MaxStatusRequests, c.Escalation.ExtensionRequests)
 		data.DeadlineAt, data.MaxRequests = &dl, next.MaxStatusRequests
 		data.Decision = fmt.Sprintf("extended the observation of the cancel to %s with budget %d; the cancel stands",
 			dl.UTC().Format(time.RFC3339), next.MaxStatusRequests)
@@ -249,12 +248,4 @@ func CancelSummary(k *pollwarden.CancelRecord) string {
 		return fmt.Sprintf("asked by %s at %s, not sent", k.RequestedBy.Name, at)
 	}
 	return fmt.Sprintf("asked by %s at %s, %s", k.RequestedBy.Name, at, k.State)
-}
-
-// addCapped adds a non-negative extra to a limit without overflowing.
-func addCapped(limit, extra int) int {
-	if extra > 0 && limit > math.MaxInt-extra {
-		return math.MaxInt
-	}
-	return limit + extra
 }

@@ -131,6 +131,19 @@ func TestR23_ExtendAndAbandonDoNotUndoTheCancel(t *testing.T) {
 	}
 }
 
+// An extension while cancelling saturates at pollwarden.MaxCount like
+// every other extension (bounds.go), never beyond it.
+func TestExtendWhileCancellingSaturatesAtMaxCount(t *testing.T) {
+	c := testContract()
+	op := newOp(t, c)
+	rec := requested(t, c, op, t0.Add(time.Minute))
+	rec.MaxStatusRequests = pollwarden.MaxCount - 1
+	ext, _, err := Apply(rec, c, DecisionParams{Option: pollwarden.OptionExtend, Actor: alice}, t0.Add(time.Minute))
+	if err != nil || ext.MaxStatusRequests != pollwarden.MaxCount {
+		t.Fatalf("extend while cancelling from MaxCount-1: %v, budget %d; want %d", err, ext.MaxStatusRequests, pollwarden.MaxCount)
+	}
+}
+
 // TestR23_InterruptedCancelIsNotResent: a cancel still recorded when the
 // operation is looked at again is marked, not resent, unless idempotent.
 func TestR23_InterruptedCancelIsNotResent(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 type stateClass int
@@ -72,7 +73,7 @@ func checkKind(k pollwarden.ResultKind, v any) string {
 		}
 		u, err := url.Parse(s)
 		if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			return fmt.Sprintf("is not an absolute http(s) URL: %q", clip(s))
+			return fmt.Sprintf("is not an absolute http(s) URL: %s", display.Clip(s))
 		}
 	case pollwarden.KindString:
 		if s, ok := v.(string); !ok || s == "" {

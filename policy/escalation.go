@@ -2,13 +2,12 @@ package policy
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
-	"github.com/pollwarden/pollwarden/uritemplate"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // Escalate stops op with reason r and attaches the bounded decision a
@@ -40,7 +39,8 @@ func Escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Rea
 // Options lists the bounded choices for reason r (R19, R21). Each states
 // its cost and the limit it would set. An authorization failure is never
 // offered a retry with the same credential; cancel appears only when the
-// contract documents a cancel action; resubmission is never offered.
+// contract documents a cancel action. Options itself never offers a
+// resubmission: a failed submission's escalation adds it (submitEscalate).
 func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, now time.Time) []pollwarden.Option {
 	var opts []pollwarden.Option
 	ext := c.Escalation
@@ -179,17 +179,11 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// substituteJob fills a contract URL for a person to read, escaped as the
-// request that would be sent (or the link that would be opened) is.
+// substituteJob fills a contract URL for a person to read
+// (present.ConsoleLink), or leaves the template as written when it does
+// not expand.
 func substituteJob(tmpl string, op *pollwarden.Operation) string {
-	vars := maps.Clone(op.Vars)
-	if vars == nil {
-		vars = map[string]string{}
-	}
-	if op.ProviderJobID != "" {
-		vars["job_id"] = op.ProviderJobID
-	}
-	if out, err := uritemplate.Expand(tmpl, vars); err == nil {
+	if out, ok := present.ConsoleLink(tmpl, op); ok {
 		return out
 	}
 	return tmpl

@@ -110,7 +110,7 @@ func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up 
 func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) (GateResult, bool) {
 	if op.NextPollSpread || op.CompletedPolls == 0 || op.NextPollSource == pollwarden.DelayManualExtension ||
 		op.NextPollSource == pollwarden.DelayCallback ||
-		now.Sub(op.NextPollAt) <= c.Backoff.Base || (!up.Since.IsZero() && !op.NextPollAt.Before(up.Since)) {
+		now.Sub(op.NextPollAt) <= Floor(c) || (!up.Since.IsZero() && !op.NextPollAt.Before(up.Since)) {
 		return GateResult{}, false
 	}
 	d := Delay(c.Backoff, op.CompletedPolls, op.JitterFactor)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // hintWait validates the provider's poll hints (R6) and returns the wait
@@ -64,7 +65,7 @@ func nextCheckTime(v any) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("unparseable time %q", clip(s))
+		return time.Time{}, fmt.Errorf("unparseable time %s", display.Clip(s))
 	}
 	return t, nil
 }
@@ -88,12 +89,4 @@ func typeName(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// clip keeps error messages short whatever a provider sends.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

@@ -43,7 +43,7 @@ func (d *decider) schedule(rateLimited bool) {
 			d.reject(why)
 		}
 		if ok {
-			wait, src, usedHint = max(hw, c.Backoff.Base), pollwarden.DelayPollHint, true
+			wait, src, usedHint = max(hw, Floor(c)), pollwarden.DelayPollHint, true
 		}
 	}
 	if !usedHint {

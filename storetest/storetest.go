@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite every pollwarden.Store driver
-// must pass (SQLite now, PostgreSQL later). It checks only what the Store
+// must pass (SQLite and PostgreSQL both run it). It checks only what the Store
 // interface documents, through the interface, so one suite holds all
 // drivers to the same behaviour.
 //

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/display"
 )
 
 // Rand is the jitter source (math/rand/v2's *Rand fits); the dispatcher
@@ -165,9 +166,9 @@ func (d *Dispatcher) attempt(ctx context.Context, m pollwarden.OutboxMessage) {
 	case err == nil:
 		p.Status = pollwarden.OutboxDelivered
 	case m.Attempts >= d.cfg.Retry.Attempts:
-		p.Status, p.LastError = pollwarden.OutboxDead, clip(err.Error())
+		p.Status, p.LastError = pollwarden.OutboxDead, display.Cut(err.Error(), 300)
 	default:
-		p.Status, p.LastError = pollwarden.OutboxPending, clip(err.Error())
+		p.Status, p.LastError = pollwarden.OutboxPending, display.Cut(err.Error(), 300)
 		p.NextAttemptAt = p.Now.Add(d.delay(m.Attempts, retryAfter))
 	}
 	serr := d.outbox.OutboxSettle(ctx, p)
@@ -239,14 +240,6 @@ func (d *Dispatcher) delay(n int, retryAfter time.Duration) time.Duration {
 	d.randMu.Unlock()
 	wait := raw/2 + time.Duration(u*float64(raw-raw/2))
 	return max(wait, min(retryAfter, maxRetryAfter))
-}
-
-// clip bounds an error kept in the store.
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
 }
 
 // answer reduces a receiver's answer to what the outbox keeps: the status,

@@ -44,13 +44,17 @@ func Text(s string) string {
 func Quote(s string) string { return strconv.Quote(s) }
 
 // Clip quotes a caller's value for an error message, cut to 80 runes so
-// that a long one does not drown the problem.
-func Clip(s string) string {
-	const max = 80
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
+// that a long one does not drown the problem. Every error that names a
+// value it was given clips it here, so all read alike.
+func Clip(s string) string { return Quote(Cut(s, 80)) }
+
+// Cut shortens s to at most n runes, marking the cut with "…". It cuts
+// between characters, never inside one, so the text stays valid UTF-8.
+func Cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return Quote(s)
+	return string([]rune(s)[:n]) + "…"
 }
 
 // Value shows a single word (a state, an id) as it is when it is made of

@@ -1,6 +1,10 @@
 package display
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestText(t *testing.T) {
 	for in, want := range map[string]string{
@@ -44,5 +48,18 @@ func TestValueAndQuote(t *testing.T) {
 	}
 	if got := Quote("a\n06:49:40 alice"); got != `"a\n06:49:40 alice"` {
 		t.Errorf("Quote = %s", got)
+	}
+}
+
+// TestCutKeepsCharactersWhole: a cut falls between characters, so a long
+// value in any script stays valid UTF-8 and is marked as cut.
+func TestCutKeepsCharactersWhole(t *testing.T) {
+	s := strings.Repeat("é", 100)
+	got := Cut(s, 10)
+	if got != strings.Repeat("é", 10)+"…" || !utf8.ValidString(got) {
+		t.Fatalf("Cut = %q", got)
+	}
+	if Cut("short", 10) != "short" {
+		t.Fatal("a short value was changed")
 	}
 }
