@@ -289,9 +289,9 @@ func assertRequestSpans(t *testing.T, spans []exported, sent []fp.Request) {
 	bySpan := map[string]exported{}
 	for _, r := range reqs {
 		if !steps[r.parent] {
-			t.Errorf("request span %s has no exported step span as its parent", r.span)
+			t.Errorf("request span %s has no exported step span of its own as its parent", r.span)
 		}
-		steps[r.parent] = false // a second request in the same step fails above
+		steps[r.parent] = false // a second request in the same step fails here
 		bySpan[r.span] = r
 	}
 	for _, r := range sent {
