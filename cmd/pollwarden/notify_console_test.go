@@ -122,7 +122,14 @@ timeout: 2s
 	const note = "the nightly export is late after the migration; one more window"
 	act(t, alice, "write a note", chromedp.SendKeys("", note, byRole("textbox", named("Note")), chromedp.NodeVisible))
 	click(t, alice, "extend", byRole("button", startsWith(labels["extend"])))
-	waitText(t, alice, "Decision recorded: extend. The operation is now waiting.")
+	// The notice names the phase when the page was drawn: waiting, or
+	// escalated again if the extension's four requests were already spent
+	// (backoff 0.5–1 s; a loaded machine can draw the page that late). Any
+	// other phase, or no notice, is a wrong answer to the decision.
+	waitText(t, alice, "Decision recorded: extend. The operation is now ")
+	if page := text(t, alice); !strings.Contains(page, "The operation is now waiting.") && !strings.Contains(page, "The operation is now escalated.") {
+		t.Errorf("after the extension the page says:\n%s", page)
+	}
 	waitText(t, alice, "alice (approver) decided extend")
 	waitText(t, alice, `note "`+note+`"`)
 	if op := call(t, base, "agent-token", "GET", "/v1/operations/nightly-42", "", 200); op["phase"] != "waiting" && op["phase"] != "escalated" {

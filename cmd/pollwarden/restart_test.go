@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -90,9 +92,11 @@ limits: {deadline: 5m, max_status_requests: 6, max_transport_failures: 3, max_ra
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"),
 		"--contracts", cdir, "--tokens", filepath.Join(dir, "tokens.yaml"), "--lease-slack", testLeaseSlack}
 
-	// Four jobs in five succeed on their third request (a second answer
-	// lost at the kill is asked again, and the count stays three); the
-	// fifth runs until its budget of three requests.
+	// Four jobs in five succeed on their third request (an answer lost at
+	// the kill or to a timeout is asked again: the provider's script moves
+	// on, so a lost first or second answer leaves the count at three, a
+	// lost third adds a request); the fifth runs until its budget of three
+	// requests.
 	budget := map[string]int{}
 	for i := range n {
 		job := fmt.Sprintf("r%03d", i)
@@ -137,6 +141,12 @@ limits: {deadline: 5m, max_status_requests: 6, max_transport_failures: 3, max_ra
 	before := len(seenSince(time.Time{}))
 	// Longer than the largest delay: every waiting operation is overdue.
 	time.Sleep(600 * time.Millisecond)
+	// What each job had been answered when the daemon died, read once no
+	// request of the dead process can still be arriving.
+	atKill := map[string]int{}
+	for job := range budget {
+		atKill[job] = srv.Count(job)
+	}
 
 	restarted := time.Now()
 	p2 := start(t, args...)
@@ -177,8 +187,16 @@ limits: {deadline: 5m, max_status_requests: 6, max_transport_failures: 3, max_ra
 		switch {
 		case rec.Phase == "waiting":
 			t.Errorf("%s is still waiting", job)
-		case budget[job] == 6 && (rec.Phase != "succeeded" || sent != 3):
+		case budget[job] == 6 && (rec.Phase != "succeeded" || sent < 3):
 			t.Errorf("%s: %s after %d requests, want succeeded after 3", job, rec.Phase, sent)
+		case budget[job] == 6 && sent > 3 && answersRead(t, base, "op-"+job) > 3:
+			// An answer the daemon never read (lost at the kill, or a
+			// status timeout on a loaded machine) is asked again, and when
+			// it was the success that costs a fourth request. Every answer
+			// it did read moved the job on: after two "running" and the
+			// success nothing more is needed.
+			t.Errorf("%s: %d requests (%d before the kill), and the daemon read %d answers: a request after the success was read",
+				job, sent, atKill[job], answersRead(t, base, "op-"+job))
 		case budget[job] == 3 && rec.Phase != "escalated":
 			t.Errorf("%s: %s, want escalated on its budget", job, rec.Phase)
 		case sent > rec.MaxStatusRequests || sent > rec.StatusRequestsUsed:
@@ -186,6 +204,9 @@ limits: {deadline: 5m, max_status_requests: 6, max_transport_failures: 3, max_ra
 		case srv.MaxInFlight(job) > 1:
 			t.Errorf("%s had %d requests at once", job, srv.MaxInFlight(job))
 		}
+	}
+	if answersRead(t, base, "op-r000") < 2 {
+		t.Error("op-r000's audit shows fewer than two answers read: the check above would pass on anything")
 	}
 	assertNoCanary(t, dir, p, p2)
 }
@@ -216,4 +237,40 @@ func peakPerSecond(at []time.Time) int {
 		peak = max(peak, hi-lo+1)
 	}
 	return peak
+}
+
+// answersRead is how many provider answers operation id's audit records
+// the daemon as having read (a response with an HTTP status; a timeout or
+// a request lost with its process has none).
+func answersRead(t *testing.T, base, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/operations/"+id+"/audit", nil)
+	req.Header.Set("Authorization", "Bearer agent-token")
+	req.Header.Set("Accept", "application/json")
+	code, b, err := 0, []byte(nil), error(nil)
+	if resp, rerr := fleetClient.Do(req); rerr != nil {
+		err = rerr
+	} else {
+		code = resp.StatusCode
+		b, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	var a struct {
+		Events []struct {
+			Kind string
+			Data struct {
+				HTTPStatus int `json:"http_status"`
+			}
+		}
+	}
+	if err != nil || code != 200 || json.Unmarshal(b, &a) != nil {
+		t.Fatalf("audit of %s: %d %s %v", id, code, b, err)
+	}
+	n := 0
+	for _, e := range a.Events {
+		if e.Kind == "response_received" && e.Data.HTTPStatus != 0 {
+			n++
+		}
+	}
+	return n
 }
