@@ -229,6 +229,10 @@ var (
 	// "due in 1s", "2s elapsed".
 	elapsedDur = regexp.MustCompile(`(Elapsed time: |due in )` + goDuration)
 	durElapsed = regexp.MustCompile(goDuration + ` elapsed\b`)
+	// An extension label's span is reckoned at the operation's own jitter
+	// factor, drawn per operation (R5): "the 4 requests last about 3
+	// seconds under the 1s–2s backoff".
+	drawnSpan = regexp.MustCompile(`(requests last about )[^;")\n]*?( under the )`)
 )
 
 const goDuration = `(\d+h)?(\d+m)?\d+(\.\d+)?(ms|s)\b`
@@ -243,6 +247,7 @@ func (tr *transcript) render() string {
 	s = clockTime.ReplaceAllString(s, "<hh:mm:ss>")
 	s = elapsedDur.ReplaceAllString(s, "${1}<duration>")
 	s = durElapsed.ReplaceAllString(s, "<duration> elapsed")
+	s = drawnSpan.ReplaceAllString(s, "${1}<span>${2}")
 	return strings.TrimRight(s, "\n") + "\n"
 }
 
