@@ -89,7 +89,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	}
 	for _, f := range []struct{ field, name, v string }{{"operation_id", "operation id", p.ID}, {"job_id", "job id", p.ProviderJobID}, {"status_url", "status URL", p.StatusURL}} {
 		if err := pollwarden.CheckText(f.name, f.v); err != nil {
-			problems = append(problems, ParamProblem{Field: f.field, Message: strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")})
+			problems = append(problems, ParamProblem{Field: f.field, Message: pollwarden.RefusalText(err)})
 		}
 	}
 	if len(problems) > 0 {

@@ -16,6 +16,15 @@ import (
 // unknown: only the provider knows whether the job exists.
 const SubmitQuestion = "the provider may or may not have the job: look it up, or resubmit"
 
+// ResumesSubmission says whether stored may be driven on for a submit
+// request of fingerprint (SubmitFingerprint): only a submission, and only
+// for the same contract, body, credential and variables (R4). It is the
+// one matcher of a submission's resume, for package operations and for
+// an embedder's controller.SubmitJob alike.
+func ResumesSubmission(stored *pollwarden.Operation, fingerprint string) bool {
+	return stored.Submission != nil && stored.Fingerprint == fingerprint
+}
+
 // SubmitFingerprint identifies a submission: the contract, its submit
 // call, the body's digest, the credential name and the variables. The
 // same command run again finds the same operation; another body is
@@ -47,10 +56,10 @@ func BodyDigest(body []byte) string {
 // idempotency header (key is ignored otherwise).
 func NewSubmission(c *pollwarden.Contract, p NewParams, body []byte, key string, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if c.Submit == nil {
-		return nil, nil, fmt.Errorf("%w: contract %s has no submit block: pollwarden cannot submit its jobs", pollwarden.ErrInvalid, c.Name)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "contract %s has no submit block: pollwarden cannot submit its jobs", c.Name)
 	}
 	if !json.Valid(body) {
-		return nil, nil, fmt.Errorf("%w: the submission body is not valid JSON", pollwarden.ErrInvalid)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "submit.body", "the submission body is not valid JSON")
 	}
 	s := &pollwarden.Submission{State: pollwarden.SubmissionPending, BodySHA256: BodyDigest(body),
 		Body: append(json.RawMessage(nil), body...), MaxAttempts: c.Submit.MaxAttempts}
@@ -59,7 +68,7 @@ func NewSubmission(c *pollwarden.Contract, p NewParams, body []byte, key string,
 	}
 	if c.Submit.IdempotencyKeyHeader != "" {
 		if key == "" {
-			return nil, nil, fmt.Errorf("%w: an idempotency key is required by contract %s", pollwarden.ErrInvalid, c.Name)
+			return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "an idempotency key is required by contract %s", c.Name)
 		}
 		s.IdempotencyKey = key
 	} else {
