@@ -211,17 +211,7 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 // called failed (or cancelled) on no evidence. Only the console, where
 // documented, is left to look at.
 func abandonAfterCancel(next *pollwarden.Operation, c *pollwarden.Contract, data *pollwarden.EventData) {
-	var opts []pollwarden.Option
-	for _, o := range next.Escalation.Options {
-		if o.ID == pollwarden.OptionInspect {
-			opts = append(opts, o)
-		}
-	}
-	if len(opts) == 0 && c.Escalation.ConsoleURL != "" {
-		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, next)})
-	}
-	next.Escalation.Options = opts
+	next.Escalation.Options = options(next, c, next.Reason, askAfterCancel, time.Time{})
 	why := fmt.Sprintf("abandoned after a cancel at the provider (%s): nothing more is sent; the job's end was not observed, so the operation stays escalated, not failed",
 		CancelSummary(next.Cancel))
 	next.Escalation.Message = why

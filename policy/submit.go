@@ -233,30 +233,21 @@ func SubmitAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt in
 // resubmit offers the approver a new send (with the same key where there
 // is one); it is not offered once the provider said it has the job.
 func submitEscalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, why string, resubmit bool, now time.Time) []pollwarden.Event {
-	events := Escalate(op, c, r, why, now)
-	var opts []pollwarden.Option
+	q := askSubmissionNoResend
 	if resubmit {
-		label := "Resubmit the job with the stored idempotency key"
-		if op.Submission.IdempotencyKey == "" {
-			label = "Resubmit the job without an idempotency key: if the provider has it, it will have two"
-		}
-		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionResubmit, Label: label, GrantsAuthority: true})
+		q = askSubmission
 	}
-	if c.Escalation.ConsoleURL != "" && op.ProviderJobID != "" {
-		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op)})
-	}
-	opts = append(opts, pollwarden.Option{ID: pollwarden.OptionAbandon, Label: "Stop and close the operation as failed; nothing more is sent"})
-	op.Escalation.Options = opts
+	return escalate(op, c, r, why, q, now)
+}
+
+// submissionMessage is a submission's decision request: what happened to
+// it, and the question when its fate is unknown.
+func submissionMessage(op *pollwarden.Operation, why string) string {
 	q := why
 	if op.Submission.State == pollwarden.SubmissionUnknown {
 		q = SubmitQuestion + " (" + why + ")"
 	}
-	op.Escalation.Message = fmt.Sprintf("Submission of operation %s: %s.", op.ID, q)
-	for i := range events {
-		events[i].Data.Options = opts
-	}
-	return events
+	return fmt.Sprintf("Submission of operation %s: %s.", op.ID, q)
 }
 
 // resubmit reopens an escalated submission for one more send, with the
