@@ -1,6 +1,8 @@
 package console
 
 import (
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -27,5 +29,18 @@ func TestViewSpeaksThePresentWords(t *testing.T) {
 	}
 	if want := "(" + present.DelaySource(pollwarden.DelayRetryAfter) + ")"; !strings.Contains(v.NextPoll, want) {
 		t.Errorf("next poll %q, want %q", v.NextPoll, want)
+	}
+}
+
+// TestDecideOnMissingOperationIsTheUseCasesAnswer: the console does not
+// read the operation before the decision; the use case's NotFound is
+// the page's 404, in the same words as the operation page's.
+func TestDecideOnMissingOperationIsTheUseCasesAnswer(t *testing.T) {
+	r := newRig(t)
+	b := r.browser()
+	csrf := b.signIn(approverToken)
+	p := b.post("/ui/operations/no-such-op/decide", url.Values{"option": {"extend"}, "csrf": {csrf}})
+	if p.status != http.StatusNotFound || !strings.Contains(p.body, "There is no operation no-such-op.") {
+		t.Fatalf("decide on a missing operation: %d\n%s", p.status, p.body)
 	}
 }
