@@ -78,17 +78,21 @@ func guidance(op *pollwarden.Operation, now time.Time) string {
 	case pollwarden.PhaseExpired:
 		return "The job expired at the provider."
 	case pollwarden.PhaseEscalated:
-		msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next.", op.Reason)
-		if e := op.Escalation; e != nil {
-			// The message already states the facts and lists each option
-			// with its cost; repeating the options would only lengthen it.
-			msg += "\n" + e.Message + "\n"
-		} else {
-			msg += " "
-		}
-		return msg + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests.\n" + relay(op)
+		return stopped(op) + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests.\n" + relay(op)
 	}
 	return ""
+}
+
+// stopped opens what wait_job and a task say of an escalated operation:
+// that a person must decide, and the decision request as stored. The
+// message already states the facts and lists each option with its cost;
+// repeating the options would only lengthen it.
+func stopped(op *pollwarden.Operation) string {
+	msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next.", op.Reason)
+	if e := op.Escalation; e != nil {
+		return msg + "\n" + e.Message + "\n"
+	}
+	return msg + " "
 }
 
 // relay is what the agent passes on to its user for an escalation: where a
