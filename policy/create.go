@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // NewParams is what a caller asks for when handing a job over. Zero limits
@@ -215,11 +216,5 @@ func FingerprintVars(c *pollwarden.Contract, jobID, statusURL, credential string
 }
 
 // VarsText writes an operation's variables as "owner=acme, repo=web",
-// sorted, for the story and a decision request.
-func VarsText(vars map[string]string) string {
-	parts := make([]string, 0, len(vars))
-	for _, k := range slices.Sorted(maps.Keys(vars)) {
-		parts = append(parts, k+"="+vars[k])
-	}
-	return strings.Join(parts, ", ")
-}
+// sorted, for the story and a decision request (present.Vars).
+func VarsText(vars map[string]string) string { return present.Vars(vars) }

@@ -1,12 +1,9 @@
 package policy
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/internal/display"
 	"github.com/pollwarden/pollwarden/internal/present"
 )
 
@@ -95,9 +92,8 @@ func options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 		newMax := pollwarden.AddCount(op.MaxStatusRequests, ext.ExtensionRequests)
 		more := max(newMax-op.MaxStatusRequests, 0)
 		opts = append(opts, pollwarden.Option{
-			ID: pollwarden.OptionExtend,
-			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d%s)%s",
-				humanDuration(ext.ExtensionTime), more, dl.UTC().Format("15:04:05 UTC"), newMax, extensionEffect(op, c, more), extendNote(r)),
+			ID:                   pollwarden.OptionExtend,
+			Label:                present.ExtendLabel(ext.ExtensionTime, more, dl, newMax, extensionEffect(op, c, more), r),
 			ExtraTime:            pollwarden.ShortDuration(ext.ExtensionTime),
 			ExtraStatusRequests:  more,
 			NewDeadline:          &dl,
@@ -125,18 +121,6 @@ func options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 	return opts
 }
 
-func extendNote(r pollwarden.Reason) string {
-	switch r {
-	case pollwarden.ReasonRateLimited:
-		return ", and 1 more rate-limited answer"
-	case pollwarden.ReasonProviderFailure:
-		return ", and 1 more transport failure"
-	case pollwarden.ReasonUnknownState:
-		return "; an unlisted state stops again"
-	}
-	return ""
-}
-
 // extendedDeadline grants time from the later of the old deadline and now,
 // so an extension is never eaten by time already past.
 func extendedDeadline(op *pollwarden.Operation, d time.Duration, now time.Time) time.Time {
@@ -147,58 +131,17 @@ func extendedDeadline(op *pollwarden.Operation, d time.Duration, now time.Time) 
 	return base.Add(d)
 }
 
-// message is the decision request of R19: enough to decide, nothing secret,
-// never a bare "continue?".
+// message is the decision request of R19, worded by package present
+// from the escalation as data.
 func message(op *pollwarden.Operation, r pollwarden.Reason, detail string, opts []pollwarden.Option, now time.Time) string {
-	var b strings.Builder
-	b.WriteString("External job needs a decision\n")
-	// Ids, the state and the detail come from an agent or a provider:
-	// escaped, they cannot add a line to the message.
-	fmt.Fprintf(&b, "Operation: %s\nProvider job: %s\n", display.Value(op.ID), jobText(op))
-	if len(op.Vars) > 0 {
-		fmt.Fprintf(&b, "Variables: %s\n", display.Text(VarsText(op.Vars)))
-	}
-	fmt.Fprintf(&b, "Last state: %s\nElapsed time: %s\n", present.LastState(op), elapsed(op, now))
-	fmt.Fprintf(&b, "Status requests: %d of %d\n", op.StatusRequestsUsed, op.MaxStatusRequests)
-	fmt.Fprintf(&b, "Last HTTP result: %s\n", present.LastHTTP(op))
+	q := present.Question{Reason: r, Detail: detail, Options: opts}
 	if op.Cancel != nil {
-		fmt.Fprintf(&b, "Cancel at provider: %s\n", display.Text(CancelSummary(op.Cancel)))
+		q.Cancel = CancelSummary(op.Cancel)
 	}
-	fmt.Fprintf(&b, "Stopped because: %s (%s)\n", r, display.Text(detail))
-	b.WriteString("Options:")
-	for _, o := range opts {
-		fmt.Fprintf(&b, "\n  [%s] %s", o.ID, display.Text(o.Label))
-	}
-	if r == pollwarden.ReasonAuthorizationDenied && op.RefusedCredential != nil {
-		fmt.Fprintf(&b, "\nOnce credential %s differs from the refused one, %s is offered: one status request with it",
-			display.Value(op.RefusedCredential.Ref), pollwarden.OptionRetryCredential)
-	}
-	return b.String()
+	return present.DecisionRequest(op, q, now)
 }
 
-func elapsed(op *pollwarden.Operation, now time.Time) string {
-	return now.Sub(op.StartedAt).Round(time.Second).String()
-}
-
-// humanDuration says "15 minutes" where it reads better than "15m0s".
-func humanDuration(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0 && d >= time.Hour:
-		return plural(int(d/time.Hour), "hour")
-	case d%time.Minute == 0 && d >= time.Minute:
-		return plural(int(d/time.Minute), "minute")
-	case d%time.Second == 0:
-		return plural(int(d/time.Second), "second")
-	}
-	return d.String()
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
-}
+func elapsed(op *pollwarden.Operation, now time.Time) string { return present.Elapsed(op, now) }
 
 // substituteJob fills a contract URL for a person to read
 // (present.ConsoleLink), or leaves the template as written when it does

@@ -3,6 +3,7 @@ package present
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
@@ -35,6 +36,47 @@ func LastHTTP(op *pollwarden.Operation) string {
 		return "no answer at " + op.LastHTTPAt.UTC().Format("15:04:05 UTC")
 	}
 	return fmt.Sprintf("%d at %s", op.LastHTTP, op.LastHTTPAt.UTC().Format("15:04:05 UTC"))
+}
+
+// ExtendLabel is the extend option's label: the time and requests it
+// adds, the new deadline and budget, effect (how long the requests last,
+// from policy) and what else an extension lifts for reason r.
+func ExtendLabel(d time.Duration, more int, deadline time.Time, newMax int, effect string, r pollwarden.Reason) string {
+	return fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d%s)%s",
+		humanDuration(d), more, deadline.UTC().Format("15:04:05 UTC"), newMax, effect, extendNote(r))
+}
+
+// extendNote is what an extension also lifts for reason r.
+func extendNote(r pollwarden.Reason) string {
+	switch r {
+	case pollwarden.ReasonRateLimited:
+		return ", and 1 more rate-limited answer"
+	case pollwarden.ReasonProviderFailure:
+		return ", and 1 more transport failure"
+	case pollwarden.ReasonUnknownState:
+		return "; an unlisted state stops again"
+	}
+	return ""
+}
+
+// humanDuration says "15 minutes" where it reads better than "15m0s".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0 && d >= time.Hour:
+		return plural(int(d/time.Hour), "hour")
+	case d%time.Minute == 0 && d >= time.Minute:
+		return plural(int(d/time.Minute), "minute")
+	case d%time.Second == 0:
+		return plural(int(d/time.Second), "second")
+	}
+	return d.String()
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // InspectLabel is the inspect option's label for the expanded console
