@@ -13,16 +13,16 @@ import (
 func ParseDeadline(field, s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, fmt.Errorf("%w: %s %s must be positive", ErrInvalid, field, quoteValue(s))
+			return time.Time{}, Refuse(ErrInvalid, "deadline", "%s %s must be positive", field, quoteValue(s))
 		}
 		return now.Add(d), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s %s is neither a duration (40m) nor an RFC 3339 time", ErrInvalid, field, quoteValue(s))
+		return time.Time{}, Refuse(ErrInvalid, "deadline", "%s %s is neither a duration (40m) nor an RFC 3339 time", field, quoteValue(s))
 	}
 	if !t.After(now) {
-		return time.Time{}, fmt.Errorf("%w: %s %s is not in the future", ErrInvalid, field, quoteValue(s))
+		return time.Time{}, Refuse(ErrInvalid, "deadline", "%s %s is not in the future", field, quoteValue(s))
 	}
 	return t, nil
 }

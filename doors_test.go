@@ -22,7 +22,7 @@ import (
 // controllerActions are the controller's methods that act for a caller:
 // a door calls the use case in package operations instead, which checks
 // the input and who may do what before it calls them.
-var controllerActions = []string{"Create", "Start", "SubmitJob", "Decide", "Cancel", "RequestExtension", "FetchResult", "Wait", "Interrupted", "Callback"}
+var controllerActions = []string{"Create", "Start", "SubmitJob", "SubmitNew", "DriveSubmission", "Decide", "Cancel", "RequestExtension", "FetchResult", "Wait", "Interrupted", "Callback"}
 
 // storeReads are the store's reads that a use case offers (Get, List,
 // Events, AuditHead, VerifyAudit, PhaseCounts in package operations, which

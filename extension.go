@@ -59,5 +59,5 @@ func (e ExtensionRequest) Check() error {
 	for i, p := range probs {
 		msgs[i] = p.Message
 	}
-	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(msgs, "; "))
+	return Refuse(ErrInvalid, "", "%s", strings.Join(msgs, "; "))
 }

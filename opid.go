@@ -3,7 +3,6 @@ package pollwarden
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"regexp"
 )
 
@@ -19,8 +18,8 @@ func CheckOperationID(field, id string) error {
 	if operationIDPattern.MatchString(id) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s %s: use 1 to 128 letters, digits, '-', '_', '.' or '~' (not starting with '.'), or omit it for one derived from the contract and job",
-		ErrInvalid, field, quoteValue(id))
+	return Refuse(ErrInvalid, "operation_id", "%s %s: use 1 to 128 letters, digits, '-', '_', '.' or '~' (not starting with '.'), or omit it for one derived from the contract and job",
+		field, quoteValue(id))
 }
 
 // DerivedOperationID is the id an operation gets when its creator names

@@ -76,7 +76,10 @@ type Store interface {
 // ListParams filters OperationList. Zero values mean "any".
 type ListParams struct {
 	Phase Phase
-	Limit int
+	// Phases, when set, keeps only the operations in one of these phases
+	// (the unfinished ones, say), in one query before Limit.
+	Phases []Phase
+	Limit  int
 	// Owner, when set, keeps only the operations whose Owner is exactly
 	// this: an agent's list is filtered in the store, before Limit, so it
 	// is never a page of someone else's operations cut down in memory.

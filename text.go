@@ -3,7 +3,6 @@ package pollwarden
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,7 +16,7 @@ func CheckText(field, s string) error {
 	if utf8.ValidString(s) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is not valid UTF-8 (bad byte at offset %d); send UTF-8 text", ErrInvalid, field, invalidAt([]byte(s)))
+	return Refuse(ErrInvalid, "", "%s is not valid UTF-8 (bad byte at offset %d); send UTF-8 text", field, invalidAt([]byte(s)))
 }
 
 // CheckJSONText refuses a raw JSON document holding bytes that are not
@@ -34,9 +33,9 @@ func CheckJSONText(data []byte) error {
 		return nil
 	}
 	if field := fieldAt(data, bad); field != "" {
-		return fmt.Errorf("%w: %s is not valid UTF-8 (at offset %d of the body); send UTF-8 text", ErrInvalid, field, bad)
+		return Refuse(ErrInvalid, "", "%s is not valid UTF-8 (at offset %d of the body); send UTF-8 text", field, bad)
 	}
-	return fmt.Errorf("%w: the body is not valid UTF-8 (at offset %d); send UTF-8 text", ErrInvalid, bad)
+	return Refuse(ErrInvalid, "", "the body is not valid UTF-8 (at offset %d); send UTF-8 text", bad)
 }
 
 // invalidAt is the offset of the first byte of b that is not part of a

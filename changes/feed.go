@@ -104,7 +104,9 @@ func (c *Feed) Watched() int {
 // phase is finished (nothing could change it). Signals come from Publish;
 // every recheck it also re-reads the store, so a change made by another
 // process (a CLI decide, another replica) is seen too, only later.
-func (c *Feed) WaitPhase(ctx context.Context, st pollwarden.Store, id string, d, recheck time.Duration) (*pollwarden.Operation, error) {
+//
+// clk paces the wait and the rechecks (the application's Clock).
+func (c *Feed) WaitPhase(ctx context.Context, clk pollwarden.Clock, st pollwarden.Store, id string, d, recheck time.Duration) (*pollwarden.Operation, error) {
 	signal, stop := c.Subscribe(id)
 	defer stop()
 	op, err := st.OperationGet(ctx, id)
@@ -112,18 +114,18 @@ func (c *Feed) WaitPhase(ctx context.Context, st pollwarden.Store, id string, d,
 		return op, err
 	}
 	start := op.Phase
-	timeout := time.NewTimer(d)
+	timeout, timedOut := clk.NewTimer(d)
 	defer timeout.Stop()
-	tick := time.NewTicker(recheck)
+	tick, ticks := clk.NewTicker(recheck)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return op, ctx.Err()
-		case <-timeout.C:
+		case <-timedOut:
 			return st.OperationGet(ctx, id)
 		case <-signal:
-		case <-tick.C:
+		case <-ticks:
 		}
 		next, err := st.OperationGet(ctx, id)
 		if err != nil {

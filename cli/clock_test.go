@@ -18,7 +18,10 @@ import (
 
 // fixedClock is a wall clock set to another day: Now never moves, Sleep
 // really sleeps (a wait that succeeds at once never sleeps).
-type fixedClock struct{ at time.Time }
+type fixedClock struct {
+	pollwarden.WallTimers
+	at time.Time
+}
 
 func (c fixedClock) Now() time.Time { return c.at }
 func (c fixedClock) Sleep(ctx context.Context, d time.Duration) error {
@@ -52,7 +55,7 @@ limits: {deadline: 2h, max_status_requests: 5, max_transport_failures: 3, max_ra
 	run := func(args ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		env := cli.Env{Stdin: &bytes.Buffer{}, Stdout: &stdout, Stderr: &stderr, Clock: fixedClock{at},
+		env := cli.Env{Stdin: &bytes.Buffer{}, Stdout: &stdout, Stderr: &stderr, Clock: fixedClock{at: at},
 			Getenv: func(k string) (string, bool) {
 				if k == "ACC_TOKEN" {
 					return canary, true

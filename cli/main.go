@@ -182,7 +182,7 @@ func argsAreUsage(cmd *cobra.Command) {
 	if check != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			if err := textOnly(c, args); err != nil {
-				return usage(errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")))
+				return usage(errors.New(pollwarden.RefusalText(err)))
 			}
 			if err := check(c, args); err != nil {
 				return usage(argsError(c, args, err))

@@ -115,11 +115,11 @@ func pruneEvery(age time.Duration) time.Duration {
 // pruneLoop is serve's scheduled prune: once at start, then every
 // pruneEvery(age), until ctx ends. A failed prune is logged and tried
 // again at the next tick; it never stops the daemon.
-func pruneLoop(ctx context.Context, st pollwarden.Store, age time.Duration, log *slog.Logger) {
-	t := time.NewTicker(pruneEvery(age))
+func pruneLoop(ctx context.Context, clk pollwarden.Clock, st pollwarden.Store, age time.Duration, log *slog.Logger) {
+	t, ticks := clk.NewTicker(pruneEvery(age))
 	defer t.Stop()
 	for {
-		res, err := prune(ctx, st, time.Now().Add(-age), false)
+		res, err := prune(ctx, st, clk.Now().Add(-age), false)
 		switch {
 		case errors.Is(err, context.Canceled):
 			return
@@ -131,7 +131,7 @@ func pruneLoop(ctx context.Context, st pollwarden.Store, age time.Duration, log 
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 	}
 }

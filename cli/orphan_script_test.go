@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
 	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
@@ -15,7 +16,10 @@ import (
 )
 
 // pastClock is a controller clock stopped at a time in the past.
-type pastClock struct{ at time.Time }
+type pastClock struct {
+	pollwarden.WallTimers
+	at time.Time
+}
 
 func (c pastClock) Now() time.Time                                   { return c.at }
 func (c pastClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

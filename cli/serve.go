@@ -184,21 +184,17 @@ func (env Env) runServe(ctx context.Context, f serveFlags) error {
 		return usage(fmt.Errorf("--listen: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	if pruneAge > 0 {
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go pruneLoop(pctx, st, pruneAge, log)
-	}
 	return serve(ctx, env, newLimitListener(ln, f.maxConns), st, set, reloadable{tokens: tokens, tokensPath: f.tokens},
-		hooks, strings.HasPrefix(publicURL, "https://"), f.concurrency, f.readTimeout, log, tr)
+		hooks, strings.HasPrefix(publicURL, "https://"), f.concurrency, f.readTimeout, pruneAge, log, tr)
 }
 
 // serve wires the daemon: one controller shared by the API and the
 // scheduler, the controller's changes fanned out to long-polls and to the
-// scheduler, the webhook dispatcher when hooks is set, and signals for
-// reload and shutdown.
+// scheduler, the webhook dispatcher when hooks is set, the prune loop
+// when pruneAge is, and signals for reload and shutdown. The long-lived
+// parts start and stop as one group: serve returns once each has.
 func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, set *contract.Set, rl reloadable,
-	hooks *webhook.Config, secureCookies bool, concurrency int, readTimeout time.Duration, log *slog.Logger, tr *tracing.Tracing) error {
+	hooks *webhook.Config, secureCookies bool, concurrency int, readTimeout, pruneAge time.Duration, log *slog.Logger, tr *tracing.Tracing) error {
 	tokens := rl.tokens
 	// One registry for the whole daemon, served by the API on /metrics:
 	// the API's own series and the controller's and scheduler's.
@@ -248,45 +244,47 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 	rl.set = set
 	go reloadOnHUP(ctx, hup, rl, log)
 
-	schedDone := make(chan error, 1)
-	go func() { schedDone <- sched.Run(ctx) }()
-	clockDone := runDecisionClock(ctx, ctl, set, log)
+	g := newGroup(ctx)
+	g.start(sched.Run)
+	g.start(func(ctx context.Context) error {
+		<-runDecisionClock(ctx, ctl, set, log)
+		return nil
+	})
 	// The dispatcher stops with the scheduler: attempts in flight finish
 	// (each within the webhooks timeout) and are recorded.
-	hooksDone := make(chan error, 1)
-	go func() {
-		if hookRun == nil {
-			hooksDone <- nil
-			return
-		}
-		hooksDone <- hookRun(ctx)
-	}()
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Serve(ln) }()
+	if hookRun != nil {
+		g.start(hookRun)
+	}
+	if pruneAge > 0 {
+		g.start(func(ctx context.Context) error {
+			pruneLoop(ctx, env.clock(), st, pruneAge, log)
+			return nil
+		})
+	}
+	g.start(func(ctx context.Context) error { return serveHTTP(ctx, srv, ln) })
 	log.Info("serving", "listen", ln.Addr().String(), "contracts", set.Names(), "traces_to", tr.Endpoint)
 	env.warnShortSecrets(log, set)
 	fmt.Fprintf(env.Stdout, "pollwarden serve: listening on http://%s\n", ln.Addr())
+	err := g.wait()
+	log.Info("stopped")
+	return err
+}
 
+// serveHTTP serves ln until ctx ends, then shuts the server down: open
+// requests are answered (within 30 seconds) before it returns. An error
+// of Serve itself (the listener failed) is returned at once.
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	select {
-	case <-ctx.Done():
-	case err := <-srvDone:
-		stop()
-		<-schedDone
-		<-hooksDone
-		<-clockDone
+	case err := <-served:
 		return err
+	case <-ctx.Done():
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutCtx)
-	if serr := <-schedDone; err == nil {
-		err = serr
-	}
-	if herr := <-hooksDone; err == nil {
-		err = herr
-	}
-	<-clockDone
-	log.Info("stopped")
+	<-served // http.ErrServerClosed, once Shutdown has closed ln
 	return err
 }
 

@@ -82,9 +82,10 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, signal <-chan s
 	if !send("retry: 2000\n\n") {
 		return
 	}
-	tick := time.NewTicker(c.recheck)
+	clk := c.ops.Clock()
+	tick, ticks := clk.NewTicker(c.recheck)
 	defer tick.Stop()
-	end := time.NewTimer(streamLife)
+	end, ended := clk.NewTimer(streamLife)
 	defer end.Stop()
 	quiet := 0
 	for {
@@ -93,10 +94,10 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, signal <-chan s
 			return
 		case <-c.done:
 			return
-		case <-end.C:
+		case <-ended:
 			return
 		case <-signal:
-		case <-tick.C:
+		case <-ticks:
 		}
 		now, err := state(ctx)
 		if err != nil {
@@ -114,11 +115,11 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, signal <-chan s
 			return
 		}
 		// A busy fleet signals often: look at most a few times a second.
-		pause := time.NewTimer(250 * time.Millisecond)
+		pause, paused := clk.NewTimer(250 * time.Millisecond)
 		select {
 		case <-ctx.Done():
 		case <-c.done:
-		case <-pause.C:
+		case <-paused:
 		}
 		pause.Stop()
 	}

@@ -170,15 +170,14 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	option := r.PostFormValue("option")
-	if _, err := c.visible(r.Context(), v.Caller, id); operations.KindOf(err) == operations.NotFound {
-		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
-		return
-	} else if err != nil {
-		c.internal(w, r, err)
-		return
-	}
+	// The use case answers for the operation too: one that does not
+	// exist, or that the caller may not see, is its NotFound.
 	_, err := c.ops.Decide(r.Context(), operations.DecisionParams{Caller: operations.Caller{Caller: v.Caller}, ID: id,
 		Option: option, Note: strings.TrimSpace(r.PostFormValue("note")), Escalation: r.PostFormValue("escalation")})
+	if operations.KindOf(err) == operations.NotFound {
+		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no operation %s.", clean(id)))
+		return
+	}
 	if err != nil {
 		status, msg := refusal(err)
 		if status == http.StatusInternalServerError {

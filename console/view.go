@@ -91,7 +91,7 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		if !op.DeadlineAt.After(now) {
 			v.DeadlineIn = "passed"
 		}
-		v.NextPoll = fmt.Sprintf("%s (%s)", clock(op.NextPollAt), op.NextPollSource)
+		v.NextPoll = fmt.Sprintf("%s (%s)", clock(op.NextPollAt), present.DelaySource(op.NextPollSource))
 	}
 	v.Budgets = []budget{
 		newBudget("Status requests", "requests", op.StatusRequestsUsed, op.MaxStatusRequests),
@@ -106,12 +106,11 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 	tb := newBudget("Time", "seconds", int(min(used, total).Seconds()), int(total.Seconds()))
 	tb.Text = fmt.Sprintf("%s of %s", age(min(used, total)), age(total))
 	v.Budgets = append(v.Budgets, tb)
-	v.LastHTTP = "no answer yet"
-	if op.LastHTTPAt != nil {
-		v.LastHTTP = fmt.Sprintf("HTTP %d at %s", op.LastHTTP, clock(*op.LastHTTPAt))
-		if op.LastRequestID != "" {
-			v.LastHTTP += ", provider request " + clean(op.LastRequestID)
-		}
+	// The same words as the decision request and the webhooks; a
+	// transport failure reads "no answer at", never "HTTP 0".
+	v.LastHTTP = present.LastHTTP(op)
+	if op.LastHTTPAt != nil && op.LastRequestID != "" {
+		v.LastHTTP += ", provider request " + clean(op.LastRequestID)
 	}
 	v.Result, v.ProviderError = pretty(op.Result), pretty(op.ProviderError)
 	if ex, ok := c.contractOf(op); ok && ex.Contract().Escalation.ConsoleURL != "" {

@@ -131,7 +131,7 @@ func NewSet(exs ...*Extractor) (*Set, error) {
 	for _, ex := range exs {
 		name := ex.Contract().Name
 		if _, dup := byName[name]; dup {
-			return nil, fmt.Errorf("%w: two contracts named %q", pollwarden.ErrInvalid, name)
+			return nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "two contracts named %q", name)
 		}
 		byName[name] = ex
 	}

@@ -33,7 +33,7 @@ func Stored(c *pollwarden.Contract) *pollwarden.StoredContract {
 func FromStored(sc *pollwarden.StoredContract) (*Extractor, error) {
 	sum := sha256.Sum256(sc.Canonical)
 	if hex.EncodeToString(sum[:]) != sc.Fingerprint {
-		return nil, fmt.Errorf("%w: stored contract %s does not match its fingerprint %s", pollwarden.ErrInvalid, sc.Name, sc.Fingerprint)
+		return nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "stored contract %s does not match its fingerprint %s", sc.Name, sc.Fingerprint)
 	}
 	var c pollwarden.Contract
 	if err := json.Unmarshal(sc.Canonical, &c); err != nil {
@@ -91,7 +91,7 @@ func (k *Kept) Of(ctx context.Context, op *pollwarden.Operation) (ex *Extractor,
 	}
 	sc, err := k.store.ContractGet(ctx, fp)
 	if errors.Is(err, pollwarden.ErrNotFound) {
-		return nil, false, fmt.Errorf("%w: operation %s runs under contract %s (%s), which its store does not hold", pollwarden.ErrInvalid, op.ID, op.Contract, fp)
+		return nil, false, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s runs under contract %s (%s), which its store does not hold", op.ID, op.Contract, fp)
 	}
 	if err != nil {
 		return nil, false, err

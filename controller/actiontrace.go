@@ -41,6 +41,26 @@ func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p po
 	return op, err
 }
 
+// SubmitNew records body as a new submission and drives it (see
+// submitNew), inside a pollwarden.submit span. A taken id is
+// pollwarden.ErrExists or pollwarden.ErrPruned, nothing written.
+func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.submit", p.ID, ex.Contract().Name, trace.SpanKindInternal)
+	op, err := c.submitNew(ctx, ex, p, body)
+	endSubmit(span, op, err)
+	return op, err
+}
+
+// DriveSubmission drives on the stored submission op, which the caller
+// matched to its request (policy.ResumesSubmission), until it is settled,
+// inside a pollwarden.submit span; a settled one is returned as it is.
+func (c *Controller) DriveSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.submit", op.ID, ex.Contract().Name, trace.SpanKindInternal)
+	op, err := c.driveSubmission(ctx, ex, op)
+	endSubmit(span, op, err)
+	return op, err
+}
+
 // StepSubmission is the daemon's turn on an operation left submitting
 // (see stepSubmission); a turn that sends is a pollwarden.submit span.
 func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {

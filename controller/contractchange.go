@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -27,7 +26,7 @@ func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarde
 		return op, nil
 	}
 	if !ch.Adoptable {
-		return nil, fmt.Errorf("%w: contract %s changed in a way that could widen the operation: %s", pollwarden.ErrInvalid, ct.Name, strings.Join(ch.Changes, ", "))
+		return nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "contract %s changed in a way that could widen the operation: %s", ct.Name, strings.Join(ch.Changes, ", "))
 	}
 	sc := contract.Stored(ct)
 	if err := c.store.ContractPut(ctx, sc); err != nil {

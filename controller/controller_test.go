@@ -23,6 +23,7 @@ import (
 // fakeClock advances only when slept on, so minutes of waiting take no
 // time while the provider is still real HTTP on loopback.
 type fakeClock struct {
+	pollwarden.WallTimers
 	mu  sync.Mutex
 	now time.Time
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -95,7 +94,7 @@ func (c *Controller) requestExtension(ctx context.Context, id string, actor poll
 			return nil, err
 		}
 		if op.Phase.Finished() {
-			return nil, fmt.Errorf("%w: operation %s is %s; there is nothing to extend", pollwarden.ErrPhase, op.ID, op.Phase)
+			return nil, pollwarden.Refuse(pollwarden.ErrPhase, "", "operation %s is %s; there is nothing to extend", op.ID, op.Phase)
 		}
 		now := c.clock.Now()
 		events := policy.RequestExtension(op, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)

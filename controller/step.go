@@ -79,7 +79,7 @@ func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollw
 func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
 	ct := ex.Contract()
 	if op.Contract != ct.Name {
-		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
+		return StepResult{}, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, ct.Name)
 	}
 	now := c.clock.Now()
 	// A cancel left unanswered by a process that ended is said first, so

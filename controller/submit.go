@@ -15,15 +15,51 @@ import (
 	"github.com/pollwarden/pollwarden/policy"
 )
 
-// submitJob submits body as a new job under the contract's submit block
-// and records the answer, or resumes the stored submission with the same
-// id: the record (limits, body digest, idempotency key) is durable before
-// anything is sent, each send is recorded before it leaves, and the job id
-// and status location are recorded before any status request. It returns
-// the record once the submission is settled (waiting, failed or
-// escalated); a submission is never sent twice without the stored key.
+// submitJob is submitNew, or, when the id is taken by a submission of the
+// same request (policy.ResumesSubmission), its resume: for an embedder
+// that drives the controller without package operations, as the demo and
+// tests do. operations judges a taken id itself, with the same matcher,
+// and calls SubmitNew and DriveSubmission.
 func (c *Controller) submitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
+	fresh, events, err := c.newSubmission(ex.Contract(), p, body)
+	if err != nil {
+		return nil, err
+	}
+	op, err := c.submitFresh(ctx, ex, fresh, events)
+	if !errors.Is(err, pollwarden.ErrExists) {
+		return op, err
+	}
+	stored, err := c.store.OperationGet(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !policy.ResumesSubmission(stored, fresh.Fingerprint) {
+		return nil, pollwarden.Refuse(pollwarden.ErrInvalid, "operation_id", "operation %s was not created for this submission (contract %q, fingerprint %s); refusing to resume it with contract %q and another body or variables (fingerprint %s)",
+			stored.ID, stored.Contract, short(stored.Fingerprint), fresh.Contract, short(fresh.Fingerprint))
+	}
+	return c.driveSubmission(ctx, ex, stored)
+}
+
+// submitNew records body as a new submission under the contract's submit
+// block and drives it until it is settled (waiting, failed or escalated):
+// the record (limits, body digest, idempotency key) is durable before
+// anything is sent, each send is recorded before it leaves, and the job
+// id and status location are recorded before any status request. A taken
+// id is pollwarden.ErrExists (pollwarden.ErrPruned for a pruned
+// operation's) with nothing written or sent: whether the stored record may
+// be resumed is the caller's to judge, against the record it read, so
+// there is one matcher and one read.
+func (c *Controller) submitNew(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	fresh, events, err := c.newSubmission(ex.Contract(), p, body)
+	if err != nil {
+		return nil, err
+	}
+	return c.submitFresh(ctx, ex, fresh, events)
+}
+
+// newSubmission builds the submission p asks for, with a new idempotency
+// key when the contract sends one.
+func (c *Controller) newSubmission(ct *pollwarden.Contract, p policy.NewParams, body []byte) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if p.Rand == nil {
 		p.Rand = c.factors
 	}
@@ -31,29 +67,16 @@ func (c *Controller) submitJob(ctx context.Context, ex *contract.Extractor, p po
 	if ct.Submit != nil && ct.Submit.IdempotencyKeyHeader != "" {
 		key = newIdempotencyKey()
 	}
-	fresh, events, err := policy.NewSubmission(ct, p, body, key, c.clock.Now())
-	if err != nil {
+	return policy.NewSubmission(ct, p, body, key, c.clock.Now())
+}
+
+// submitFresh stores fresh and drives it.
+func (c *Controller) submitFresh(ctx context.Context, ex *contract.Extractor, fresh *pollwarden.Operation, events []pollwarden.Event) (*pollwarden.Operation, error) {
+	if err := c.createUnder(ctx, ex, fresh, events); err != nil {
 		return nil, err
 	}
-	op, err := c.store.OperationGet(ctx, p.ID)
-	switch {
-	case errors.Is(err, pollwarden.ErrNotFound):
-		err = c.createUnder(ctx, ex, fresh, events)
-		if errors.Is(err, pollwarden.ErrExists) {
-			return c.submitJob(ctx, ex, p, body)
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.changed(fresh, events)
-		op = fresh
-	case err != nil:
-		return nil, err
-	case op.Submission == nil || op.Contract != fresh.Contract || op.Fingerprint != fresh.Fingerprint:
-		return nil, fmt.Errorf("%w: operation %s was not created for this submission (contract %q, fingerprint %s); refusing to resume it with contract %q and another body or variables (fingerprint %s)",
-			pollwarden.ErrInvalid, op.ID, op.Contract, short(op.Fingerprint), fresh.Contract, short(fresh.Fingerprint))
-	}
-	return c.driveSubmission(ctx, ex, op)
+	c.changed(fresh, events)
+	return c.driveSubmission(ctx, ex, fresh)
 }
 
 func short(s string) string {
@@ -185,7 +208,7 @@ func (c *Controller) submitTurnUntil(ctx context.Context, ex *contract.Extractor
 func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
 	ct := ex.Contract()
 	if op.Contract != ct.Name {
-		return StepResult{}, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, ct.Name)
+		return StepResult{}, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, ct.Name)
 	}
 	if !op.Phase.Submitting() || op.Submission == nil {
 		return StepResult{Op: op}, nil

@@ -40,7 +40,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	// Before decoding, which would turn bytes that are not UTF-8 into
 	// U+FFFD and so keep, as an id, text the client never sent.
 	if err := pollwarden.CheckJSONText(data); err != nil {
-		return unprocessable("%s", strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+		return unprocessable("%s", pollwarden.RefusalText(err))
 	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()

@@ -64,13 +64,8 @@ func (s *server) answerFor(ctx context.Context, op *pollwarden.Operation) JobAns
 func guidance(op *pollwarden.Operation, now time.Time) string {
 	switch op.Phase {
 	case pollwarden.PhaseWaiting:
-		next := op.NextPollAt.Sub(now).Round(time.Second)
-		when := "now"
-		if next > 0 {
-			when = "in " + next.String() + " (" + op.NextPollAt.UTC().Format(time.RFC3339) + ")"
-		}
 		return fmt.Sprintf("Still waiting (last state %s). The next status request is due %s, %s; %d of %d status requests used, deadline %s. Nothing changes before then: call wait_job again, it holds until the phase changes.",
-			orNone(op.LastState), when, because(op.NextPollSource), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
+			orNone(op.LastState), due(op, now), because(op.NextPollSource), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
 	case pollwarden.PhaseCancelling:
 		return fmt.Sprintf("An approver asked the provider to cancel the job (%s). pollwarden keeps observing it until the provider reports an end state; that state decides the outcome. %d of %d status requests used, deadline %s: call wait_job again.",
 			policy.CancelSummary(op.Cancel), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
@@ -83,17 +78,21 @@ func guidance(op *pollwarden.Operation, now time.Time) string {
 	case pollwarden.PhaseExpired:
 		return "The job expired at the provider."
 	case pollwarden.PhaseEscalated:
-		msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next.", op.Reason)
-		if e := op.Escalation; e != nil {
-			// The message already states the facts and lists each option
-			// with its cost; repeating the options would only lengthen it.
-			msg += "\n" + e.Message + "\n"
-		} else {
-			msg += " "
-		}
-		return msg + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests.\n" + relay(op)
+		return stopped(op) + "You cannot choose an option that grants authority: tell the user; request_extension records a request for more time or requests.\n" + relay(op)
 	}
 	return ""
+}
+
+// stopped opens what wait_job and a task say of an escalated operation:
+// that a person must decide, and the decision request as stored. The
+// message already states the facts and lists each option with its cost;
+// repeating the options would only lengthen it.
+func stopped(op *pollwarden.Operation) string {
+	msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next.", op.Reason)
+	if e := op.Escalation; e != nil {
+		return msg + "\n" + e.Message + "\n"
+	}
+	return msg + " "
 }
 
 // relay is what the agent passes on to its user for an escalation: where a
@@ -112,6 +111,15 @@ func relay(op *pollwarden.Operation) string {
 	id := display.Value(op.ID)
 	return fmt.Sprintf("Tell the user how to decide: in pollwarden's web console, page /ui/operations/%s of the pollwarden daemon (signed in with an approver token), or on the machine that holds pollwarden's store: pollwarden decide %s %s --by NAME.",
 		url.PathEscape(op.ID), id, options)
+}
+
+// due says when the next status request is sent, "now" or "in 40s" with
+// its time, for wait_job's guidance and a task's status alike.
+func due(op *pollwarden.Operation, now time.Time) string {
+	if next := op.NextPollAt.Sub(now).Round(time.Second); next > 0 {
+		return "in " + next.String() + " (" + op.NextPollAt.UTC().Format(time.RFC3339) + ")"
+	}
+	return "now"
 }
 
 // because says who chose the next request's time, in the words every

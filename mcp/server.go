@@ -173,7 +173,7 @@ func textOnly[In, Out any](h sdk.ToolHandlerFor[In, Out]) sdk.ToolHandlerFor[In,
 		if req != nil && req.Params != nil {
 			if err := pollwarden.CheckJSONText(req.Params.Arguments); err != nil {
 				var none Out
-				return nil, none, errors.New(strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": "))
+				return nil, none, errors.New(pollwarden.RefusalText(err))
 			}
 		}
 		return h(ctx, req, in)

@@ -83,21 +83,10 @@ func pollInterval(op *pollwarden.Operation, now time.Time) *int64 {
 func taskMessage(op *pollwarden.Operation, now time.Time) string {
 	switch op.Phase {
 	case pollwarden.PhaseWaiting:
-		next := op.NextPollAt.Sub(now).Round(time.Second)
-		when := "now"
-		if next > 0 {
-			when = "in " + next.String() + " (" + op.NextPollAt.UTC().Format(time.RFC3339) + ")"
-		}
 		return fmt.Sprintf("Still waiting (last state %s). pollwarden sends the next status request %s, %s; nothing can change before then, and looking at this task costs the provider nothing. %d of %d status requests used, deadline %s. Nothing to do: look again after the poll interval.",
-			orNone(op.LastState), when, because(op.NextPollSource), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
+			orNone(op.LastState), due(op, now), because(op.NextPollSource), op.StatusRequestsUsed, op.MaxStatusRequests, op.DeadlineAt.UTC().Format(time.RFC3339))
 	case pollwarden.PhaseEscalated:
-		msg := fmt.Sprintf("Waiting stopped (%s) and a person must decide what happens next.", op.Reason)
-		if e := op.Escalation; e != nil {
-			msg += "\n" + e.Message + "\n"
-		} else {
-			msg += " "
-		}
-		return msg + fmt.Sprintf("This task takes no input from you and you cannot decide it: tell the user. An approver decides with `pollwarden decide %s OPTION` or the daemon's API; request_extension records a request for more time or requests.", op.ID)
+		return stopped(op) + fmt.Sprintf("This task takes no input from you and you cannot decide it: tell the user. An approver decides with `pollwarden decide %s OPTION` or the daemon's API; request_extension records a request for more time or requests.", op.ID)
 	}
 	if abandoned(op) {
 		if op.Reason == "" {

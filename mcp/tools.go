@@ -81,13 +81,13 @@ func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, tok any
 	start := s.ops.Clock().Now()
 	go func() {
 		defer close(done)
-		t := time.NewTicker(s.o.ProgressEvery)
+		t, ticks := s.ops.Clock().NewTicker(s.o.ProgressEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-ticks:
 			}
 			msg := "waiting for " + id
 			if op, err := s.ops.Get(ctx, s.who(ctx), id); err == nil {

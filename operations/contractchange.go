@@ -47,19 +47,17 @@ func (s *Service) earlierOperation(ctx context.Context, p CreateParams, np polic
 	if p.OperationID != "" || p.Submit != nil || np.ProviderJobID == "" {
 		return nil
 	}
-	// Phase by phase, so that finished operations of the job, however
-	// many, never push an unfinished one out of a page.
-	var ops []*pollwarden.Operation
-	for _, ph := range []pollwarden.Phase{pollwarden.PhaseWaiting, pollwarden.PhaseEscalated, pollwarden.PhaseCancelling} {
-		lp := pollwarden.ListParams{Phase: ph, Contract: ct.Name, ProviderJobID: np.ProviderJobID, Limit: 20}
-		if !p.Caller.Local {
-			lp.Owner = p.Caller.owner()
-		}
-		page, err := s.store.OperationList(ctx, lp)
-		if err != nil {
-			return err
-		}
-		ops = append(ops, page...)
+	// One query for the unfinished phases, so that finished operations
+	// of the job, however many, never push an unfinished one out of the
+	// page.
+	lp := pollwarden.ListParams{Phases: []pollwarden.Phase{pollwarden.PhaseWaiting, pollwarden.PhaseEscalated, pollwarden.PhaseCancelling},
+		Contract: ct.Name, ProviderJobID: np.ProviderJobID, Limit: 60}
+	if !p.Caller.Local {
+		lp.Owner = p.Caller.owner()
+	}
+	ops, err := s.store.OperationList(ctx, lp)
+	if err != nil {
+		return err
 	}
 	fp := policy.FingerprintVars(ct, np.ProviderJobID, np.StatusURL, credentialRef(ct), np.Vars)
 	for _, op := range ops {

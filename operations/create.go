@@ -104,14 +104,15 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 		if err := s.earlierOperation(ctx, p, r.np, r.ex.Contract()); err != nil {
 			return nil, false, err
 		}
+		op := r.fresh
 		if p.Submit != nil {
-			op, err := s.ctl.SubmitJob(ctx, r.ex, r.np, r.body)
-			return op, err == nil, err
+			op, err = s.ctl.SubmitNew(ctx, r.ex, r.np, r.body)
+		} else {
+			err = s.ctl.Create(ctx, r.ex, r.fresh, r.events)
 		}
-		err = s.ctl.Create(ctx, r.ex, r.fresh, r.events)
 		switch {
 		case err == nil:
-			return r.fresh, true, nil
+			return op, true, nil
 		case errors.Is(err, pollwarden.ErrPruned):
 			// A pruned operation's id: it stays taken, and is answered
 			// as an id someone else holds, never with what it was.
@@ -139,7 +140,7 @@ func (s *Service) takenCreate(ctx context.Context, p CreateParams, r createPlan,
 	if p.Submit != nil && !done {
 		// A submission left unsent: the controller drives it on, and
 		// never re-sends it without the stored key.
-		if existing, err = s.ctl.SubmitJob(ctx, r.ex, r.np, r.body); err != nil {
+		if existing, err = s.ctl.DriveSubmission(ctx, r.ex, existing); err != nil {
 			return nil, err
 		}
 	}

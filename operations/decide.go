@@ -177,7 +177,7 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 // operation, are left to them, since they depend on the cancel's record.
 func offered(op *pollwarden.Operation, ex *contract.Extractor, option, escalation string) error {
 	if err := policy.CheckQuestion(op, escalation); err != nil {
-		return refuse(Conflict, "escalation", "%s", trimSentinel(err))
+		return refuse(Conflict, "escalation", "%s", pollwarden.RefusalText(err))
 	}
 	switch {
 	case option == pollwarden.OptionCancel && ex.Contract().Cancel == nil:

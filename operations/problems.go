@@ -67,9 +67,13 @@ func (p *Problems) add(field, format string, args ...any) {
 	p.List = append(p.List, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-// addErr appends err's message without its sentinel's prefix.
+// addErr appends err as a problem: a refusal's words and field (field
+// when it names none), or any other error's text about field.
 func (p *Problems) addErr(field string, err error) {
-	p.List = append(p.List, Problem{Field: field, Message: trimSentinel(err)})
+	if r, ok := pollwarden.AsRefusal(err); ok && r.Field != "" {
+		field = r.Field
+	}
+	p.List = append(p.List, Problem{Field: field, Message: pollwarden.RefusalText(err)})
 }
 
 // orNil is p as an error when it holds a problem, else nil.
@@ -110,7 +114,8 @@ func notFound(id string) *Problems {
 
 // writeProblem maps an error of a controller write to Problems: a
 // concurrent change, a record that no longer allows the write, or a
-// forbidden decision is a refusal; anything else is returned as it is.
+// forbidden decision is a refusal, kept with its words and field; anything
+// else is returned as it is.
 func writeProblem(err error, id string) error {
 	switch {
 	case err == nil:
@@ -119,20 +124,25 @@ func writeProblem(err error, id string) error {
 		return notFound(id)
 	case errors.Is(err, pollwarden.ErrConflict), errors.Is(err, pollwarden.ErrLeaseHeld), errors.Is(err, pollwarden.ErrLeaseLost):
 		return refuse(Conflict, "", "operation %s changed while this request was applied; read it again and retry", id)
-	case errors.Is(err, pollwarden.ErrInvalid), errors.Is(err, pollwarden.ErrPhase):
-		return refuse(Conflict, "", "%s", trimSentinel(err))
-	case errors.Is(err, pollwarden.ErrForbidden):
-		return refuse(Forbidden, "", "%s", trimSentinel(err))
 	}
-	return err
+	r, ok := pollwarden.AsRefusal(err)
+	if !ok {
+		return err
+	}
+	return refusalAs(r, kindOf(r))
 }
 
-// trimSentinel is err's message without the sentinel's prefix, which says
-// nothing to a caller that the Kind does not.
-func trimSentinel(err error) string {
-	msg := err.Error()
-	for _, s := range []error{pollwarden.ErrInvalid, pollwarden.ErrPhase, pollwarden.ErrForbidden} {
-		msg = strings.TrimPrefix(msg, s.Error()+": ")
+// kindOf is the door's kind for a rule's refusal of a write: a forbidden
+// choice is Forbidden; input the record does not allow now (ErrInvalid,
+// ErrPhase), after the request itself was judged, is a Conflict.
+func kindOf(r *pollwarden.Refusal) Kind {
+	if errors.Is(r.Kind, pollwarden.ErrForbidden) {
+		return Forbidden
 	}
-	return msg
+	return Conflict
+}
+
+// refusalAs is r as Problems of kind, its field and words unchanged.
+func refusalAs(r *pollwarden.Refusal, kind Kind) *Problems {
+	return &Problems{Kind: kind, List: []Problem{{Field: r.Field, Message: r.Message}}}
 }

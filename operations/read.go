@@ -174,7 +174,7 @@ func (s *Service) Wait(ctx context.Context, p WaitParams) (*pollwarden.Operation
 	if _, err := s.visible(ctx, p.Caller, p.ID); err != nil {
 		return nil, err
 	}
-	op, err := s.o.Changes.WaitPhase(ctx, s.store, p.ID, p.For, s.o.Recheck)
+	op, err := s.o.Changes.WaitPhase(ctx, s.o.Clock, s.store, p.ID, p.For, s.o.Recheck)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -37,7 +37,7 @@ func resumeRefusal(stored, asked *pollwarden.Operation, ct *pollwarden.Contract)
 // a submission at all, or another contract, body or variables (its
 // fingerprint). nil when fingerprint, the request's, matches.
 func submitRefusal(stored *pollwarden.Operation, fingerprint string) *Problems {
-	if stored.Submission != nil && stored.Fingerprint == fingerprint {
+	if policy.ResumesSubmission(stored, fingerprint) {
 		return nil
 	}
 	what := "it was created for another submission (another contract, body or variables)"

@@ -2,7 +2,6 @@ package operations
 
 import (
 	"context"
-	"errors"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -93,9 +92,6 @@ func (s *Service) useCurrentContract(ctx context.Context, p DecisionParams, op *
 	}
 	next, err := s.ctl.UseContract(context.WithoutCancel(ctx), op.ID, ex, policy.DecisionParams{Option: p.Option, Actor: p.Caller.Actor, Note: p.Note})
 	if err != nil {
-		if errors.Is(err, pollwarden.ErrForbidden) {
-			return nil, refuse(Forbidden, "option", "%s", trimSentinel(err))
-		}
 		return nil, writeProblem(err, op.ID)
 	}
 	return next, nil

@@ -17,7 +17,8 @@ type PhaseWatch struct {
 	phase  pollwarden.Phase
 	signal <-chan struct{}
 	unsub  func()
-	tick   *time.Ticker
+	tick   pollwarden.Ticker
+	ticks  <-chan time.Time
 }
 
 // WatchPhase reads operation id for c and follows its phase from there.
@@ -32,7 +33,8 @@ func (s *Service) WatchPhase(ctx context.Context, c Caller, id string) (*PhaseWa
 		unsub()
 		return nil, err
 	}
-	return &PhaseWatch{s: s, id: id, phase: op.Phase, signal: signal, unsub: unsub, tick: time.NewTicker(s.o.Recheck)}, nil
+	tick, ticks := s.o.Clock.NewTicker(s.o.Recheck)
+	return &PhaseWatch{s: s, id: id, phase: op.Phase, signal: signal, unsub: unsub, tick: tick, ticks: ticks}, nil
 }
 
 // Next waits for the phase to change (true) or for a re-read that found
@@ -43,7 +45,7 @@ func (w *PhaseWatch) Next(ctx context.Context) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case <-w.signal:
-	case <-w.tick.C:
+	case <-w.ticks:
 	}
 	op, err := w.s.store.OperationGet(ctx, w.id)
 	if err != nil || op.Phase == w.phase {

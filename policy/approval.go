@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // approvalDetail says why the next status call waits for an approver:
@@ -30,11 +30,5 @@ func approveCallLabel(op *pollwarden.Operation, c *pollwarden.Contract) string {
 	return fmt.Sprintf("Approve one %s status call (request %d of %d)", c.Status.Method, op.StatusRequestsUsed+1, op.MaxStatusRequests)
 }
 
-// jobText names the provider job for a person, escaped: the id comes from
-// an agent or a provider.
-func jobText(op *pollwarden.Operation) string {
-	if op.ProviderJobID == "" {
-		return "(status URL " + display.Text(pollwarden.ShownURL(op.StatusURL)) + ")"
-	}
-	return display.Value(op.ProviderJobID)
-}
+// jobText names the provider job for a person (present.Job).
+func jobText(op *pollwarden.Operation) string { return present.Job(op) }

@@ -26,11 +26,11 @@ func RequestCancel(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionP
 		return nil, nil, err
 	}
 	if c.Cancel == nil {
-		return nil, nil, fmt.Errorf("%w: contract %s documents no cancel action, so cancel at provider is not offered", pollwarden.ErrInvalid, c.Name)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "contract %s documents no cancel action, so cancel at provider is not offered", c.Name)
 	}
 	if !p.Actor.Role.CanGrant() {
-		return nil, nil, fmt.Errorf("%w: %q grants new authority; only an approver may choose it (%s is %s)",
-			pollwarden.ErrForbidden, pollwarden.OptionCancel, p.Actor.Name, p.Actor.Role)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
+			pollwarden.OptionCancel, p.Actor.Name, p.Actor.Role)
 	}
 	if op.Cancel.InForce() && !c.Cancel.Idempotent {
 		return nil, nil, nil
@@ -39,10 +39,10 @@ func RequestCancel(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionP
 	case pollwarden.PhaseWaiting, pollwarden.PhaseCancelling:
 	case pollwarden.PhaseEscalated:
 		if op.Escalation == nil || !slices.ContainsFunc(op.Escalation.Options, func(o pollwarden.Option) bool { return o.ID == pollwarden.OptionCancel }) {
-			return nil, nil, fmt.Errorf("%w: operation %s is escalated %s and does not offer cancel at provider", pollwarden.ErrInvalid, op.ID, op.Reason)
+			return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s is escalated %s and does not offer cancel at provider", op.ID, op.Reason)
 		}
 	default:
-		return nil, nil, fmt.Errorf("%w: operation %s is %s; there is nothing to cancel", pollwarden.ErrInvalid, op.ID, op.Phase)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s is %s; there is nothing to cancel", op.ID, op.Phase)
 	}
 	next := op.Clone()
 	actor := p.Actor
@@ -180,8 +180,8 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 	switch p.Option {
 	case pollwarden.OptionExtend:
 		if !p.Actor.Role.CanGrant() {
-			return nil, nil, fmt.Errorf("%w: %q grants new authority; only an approver may choose it (%s is %s)",
-				pollwarden.ErrForbidden, p.Option, p.Actor.Name, p.Actor.Role)
+			return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
+				p.Option, p.Actor.Name, p.Actor.Role)
 		}
 		dl := extendedDeadline(op, c.Escalation.ExtensionTime, now)
 		next.DeadlineAt = dl
@@ -199,8 +199,8 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 		abandonAfterCancel(next, c, &data)
 		decided(next, decisionRecord(next, pollwarden.OptionAbandon, p.Actor, now, data.Decision))
 	default:
-		return nil, nil, fmt.Errorf("%w: operation %s is cancelling (%s); while the job's end is observed an approver may extend the observation and anyone may abandon it",
-			pollwarden.ErrInvalid, op.ID, CancelSummary(op.Cancel))
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s is cancelling (%s); while the job's end is observed an approver may extend the observation and anyone may abandon it",
+			op.ID, CancelSummary(op.Cancel))
 	}
 	return next, []pollwarden.Event{newEvent(next, now, pollwarden.EventDecision, data)}, nil
 }
@@ -211,17 +211,7 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 // called failed (or cancelled) on no evidence. Only the console, where
 // documented, is left to look at.
 func abandonAfterCancel(next *pollwarden.Operation, c *pollwarden.Contract, data *pollwarden.EventData) {
-	var opts []pollwarden.Option
-	for _, o := range next.Escalation.Options {
-		if o.ID == pollwarden.OptionInspect {
-			opts = append(opts, o)
-		}
-	}
-	if len(opts) == 0 && c.Escalation.ConsoleURL != "" {
-		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, next)})
-	}
-	next.Escalation.Options = opts
+	next.Escalation.Options = options(next, c, next.Reason, askAfterCancel, time.Time{})
 	why := fmt.Sprintf("abandoned after a cancel at the provider (%s): nothing more is sent; the job's end was not observed, so the operation stays escalated, not failed",
 		CancelSummary(next.Cancel))
 	next.Escalation.Message = why

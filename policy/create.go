@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // NewParams is what a caller asks for when handing a job over. Zero limits
@@ -89,7 +90,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	}
 	for _, f := range []struct{ field, name, v string }{{"operation_id", "operation id", p.ID}, {"job_id", "job id", p.ProviderJobID}, {"status_url", "status URL", p.StatusURL}} {
 		if err := pollwarden.CheckText(f.name, f.v); err != nil {
-			problems = append(problems, ParamProblem{Field: f.field, Message: strings.TrimPrefix(err.Error(), pollwarden.ErrInvalid.Error()+": ")})
+			problems = append(problems, ParamProblem{Field: f.field, Message: pollwarden.RefusalText(err)})
 		}
 	}
 	if len(problems) > 0 {
@@ -215,11 +216,5 @@ func FingerprintVars(c *pollwarden.Contract, jobID, statusURL, credential string
 }
 
 // VarsText writes an operation's variables as "owner=acme, repo=web",
-// sorted, for the story and a decision request.
-func VarsText(vars map[string]string) string {
-	parts := make([]string, 0, len(vars))
-	for _, k := range slices.Sorted(maps.Keys(vars)) {
-		parts = append(parts, k+"="+vars[k])
-	}
-	return strings.Join(parts, ", ")
-}
+// sorted, for the story and a decision request (present.Vars).
+func VarsText(vars map[string]string) string { return present.Vars(vars) }

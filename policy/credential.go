@@ -48,14 +48,14 @@ func retryCredential(op *pollwarden.Operation, p DecisionParams, now time.Time) 
 		if !op.Phase.AwaitsDecision() || op.Escalation == nil {
 			return nil, nil, notAwaiting(op)
 		}
-		return nil, nil, fmt.Errorf("%w: retry_credential is offered only after authorization_denied with a refused credential on record; operation %s is %s %s",
-			pollwarden.ErrPhase, op.ID, op.Phase, op.Reason)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrPhase, "", "retry_credential is offered only after authorization_denied with a refused credential on record; operation %s is %s %s",
+			op.ID, op.Phase, op.Reason)
 	case !p.Actor.Role.CanGrant():
-		return nil, nil, fmt.Errorf("%w: %q grants new authority; only an approver may choose it (%s is %s)",
-			pollwarden.ErrForbidden, pollwarden.OptionRetryCredential, p.Actor.Name, p.Actor.Role)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
+			pollwarden.OptionRetryCredential, p.Actor.Name, p.Actor.Role)
 	case !p.CredentialChanged:
-		return nil, nil, fmt.Errorf("%w: credential %s is the one the provider refused (or cannot be read here); change it first: a refused credential is never retried",
-			pollwarden.ErrPhase, display.Value(op.RefusedCredential.Ref))
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrPhase, "", "credential %s is the one the provider refused (or cannot be read here); change it first: a refused credential is never retried",
+			display.Value(op.RefusedCredential.Ref))
 	}
 	next := op.Clone()
 	actor := p.Actor

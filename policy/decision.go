@@ -61,11 +61,11 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 		}
 	}
 	if opt == nil {
-		return nil, nil, fmt.Errorf("%w: option %q is not offered; choose one of %s", pollwarden.ErrInvalid, p.Option, strings.Join(ids, ", "))
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "option", "option %q is not offered; choose one of %s", p.Option, strings.Join(ids, ", "))
 	}
 	if opt.GrantsAuthority && !p.Actor.Role.CanGrant() {
-		return nil, nil, fmt.Errorf("%w: %q grants new authority; only an approver may choose it (%s is %s)",
-			pollwarden.ErrForbidden, opt.ID, p.Actor.Name, p.Actor.Role)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
+			opt.ID, p.Actor.Name, p.Actor.Role)
 	}
 	next := op.Clone()
 	actor := p.Actor
@@ -118,9 +118,9 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 // question, when there was one.
 func notAwaiting(op *pollwarden.Operation) error {
 	if d := op.LastDecision; d != nil {
-		return fmt.Errorf("%w: operation %s is %s, not awaiting a decision; already decided: %s", pollwarden.ErrInvalid, op.ID, op.Phase, DecisionText(d))
+		return pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s is %s, not awaiting a decision; already decided: %s", op.ID, op.Phase, DecisionText(d))
 	}
-	return fmt.Errorf("%w: operation %s is %s, not awaiting a decision", pollwarden.ErrInvalid, op.ID, op.Phase)
+	return pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s is %s, not awaiting a decision", op.ID, op.Phase)
 }
 
 // abandonWaiting stops watching a waiting operation at its owner's or an

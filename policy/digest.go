@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -46,7 +45,7 @@ func ContractDigest(c *pollwarden.Contract) map[string]string {
 // record created before digests were kept is not checked.
 func CheckContract(op *pollwarden.Operation, c *pollwarden.Contract) error {
 	if op.Contract != c.Name {
-		return fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, c.Name)
+		return pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, c.Name)
 	}
 	if op.ContractDigest == nil {
 		return nil
@@ -67,8 +66,8 @@ func CheckContract(op *pollwarden.Operation, c *pollwarden.Contract) error {
 		return nil
 	}
 	sort.Strings(changed)
-	return fmt.Errorf("%w: contract %s differs from the one operation %s was created under: %s; a decision uses the contract the operation was created under",
-		pollwarden.ErrInvalid, c.Name, op.ID, strings.Join(changed, ", "))
+	return pollwarden.Refuse(pollwarden.ErrInvalid, "", "contract %s differs from the one operation %s was created under: %s; a decision uses the contract the operation was created under",
+		c.Name, op.ID, strings.Join(changed, ", "))
 }
 
 // digestOf hashes v's JSON with zero values removed (see ContractDigest).

@@ -33,13 +33,13 @@ func CheckQuestion(op *pollwarden.Operation, id string) error {
 	case open && cur.ID == id:
 		return nil
 	case op.LastDecision != nil && op.LastDecision.Escalation == id:
-		return fmt.Errorf("%w: escalation %s of operation %s was already decided: %s", pollwarden.ErrPhase,
+		return pollwarden.Refuse(pollwarden.ErrPhase, "escalation", "escalation %s of operation %s was already decided: %s",
 			display.Value(id), op.ID, DecisionText(op.LastDecision))
 	case open:
-		return fmt.Errorf("%w: escalation %s is not the open question of operation %s; the open one is %s (read the operation again)",
-			pollwarden.ErrPhase, display.Value(id), op.ID, cur.ID)
+		return pollwarden.Refuse(pollwarden.ErrPhase, "escalation", "escalation %s is not the open question of operation %s; the open one is %s (read the operation again)",
+			display.Value(id), op.ID, cur.ID)
 	}
-	return fmt.Errorf("%w: escalation %s is not open: operation %s is %s and asks no question now", pollwarden.ErrPhase,
+	return pollwarden.Refuse(pollwarden.ErrPhase, "escalation", "escalation %s is not open: operation %s is %s and asks no question now",
 		display.Value(id), op.ID, op.Phase)
 }
 

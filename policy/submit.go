@@ -16,6 +16,15 @@ import (
 // unknown: only the provider knows whether the job exists.
 const SubmitQuestion = "the provider may or may not have the job: look it up, or resubmit"
 
+// ResumesSubmission says whether stored may be driven on for a submit
+// request of fingerprint (SubmitFingerprint): only a submission, and only
+// for the same contract, body, credential and variables (R4). It is the
+// one matcher of a submission's resume, for package operations and for
+// an embedder's controller.SubmitJob alike.
+func ResumesSubmission(stored *pollwarden.Operation, fingerprint string) bool {
+	return stored.Submission != nil && stored.Fingerprint == fingerprint
+}
+
 // SubmitFingerprint identifies a submission: the contract, its submit
 // call, the body's digest, the credential name and the variables. The
 // same command run again finds the same operation; another body is
@@ -47,10 +56,10 @@ func BodyDigest(body []byte) string {
 // idempotency header (key is ignored otherwise).
 func NewSubmission(c *pollwarden.Contract, p NewParams, body []byte, key string, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if c.Submit == nil {
-		return nil, nil, fmt.Errorf("%w: contract %s has no submit block: pollwarden cannot submit its jobs", pollwarden.ErrInvalid, c.Name)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "contract %s has no submit block: pollwarden cannot submit its jobs", c.Name)
 	}
 	if !json.Valid(body) {
-		return nil, nil, fmt.Errorf("%w: the submission body is not valid JSON", pollwarden.ErrInvalid)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "submit.body", "the submission body is not valid JSON")
 	}
 	s := &pollwarden.Submission{State: pollwarden.SubmissionPending, BodySHA256: BodyDigest(body),
 		Body: append(json.RawMessage(nil), body...), MaxAttempts: c.Submit.MaxAttempts}
@@ -59,7 +68,7 @@ func NewSubmission(c *pollwarden.Contract, p NewParams, body []byte, key string,
 	}
 	if c.Submit.IdempotencyKeyHeader != "" {
 		if key == "" {
-			return nil, nil, fmt.Errorf("%w: an idempotency key is required by contract %s", pollwarden.ErrInvalid, c.Name)
+			return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "an idempotency key is required by contract %s", c.Name)
 		}
 		s.IdempotencyKey = key
 	} else {
@@ -224,30 +233,21 @@ func SubmitAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt in
 // resubmit offers the approver a new send (with the same key where there
 // is one); it is not offered once the provider said it has the job.
 func submitEscalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, why string, resubmit bool, now time.Time) []pollwarden.Event {
-	events := Escalate(op, c, r, why, now)
-	var opts []pollwarden.Option
+	q := askSubmissionNoResend
 	if resubmit {
-		label := "Resubmit the job with the stored idempotency key"
-		if op.Submission.IdempotencyKey == "" {
-			label = "Resubmit the job without an idempotency key: if the provider has it, it will have two"
-		}
-		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionResubmit, Label: label, GrantsAuthority: true})
+		q = askSubmission
 	}
-	if c.Escalation.ConsoleURL != "" && op.ProviderJobID != "" {
-		opts = append(opts, pollwarden.Option{ID: pollwarden.OptionInspect,
-			Label: "Inspect the provider console: " + substituteJob(c.Escalation.ConsoleURL, op)})
-	}
-	opts = append(opts, pollwarden.Option{ID: pollwarden.OptionAbandon, Label: "Stop and close the operation as failed; nothing more is sent"})
-	op.Escalation.Options = opts
+	return escalate(op, c, r, why, q, now)
+}
+
+// submissionMessage is a submission's decision request: what happened to
+// it, and the question when its fate is unknown.
+func submissionMessage(op *pollwarden.Operation, why string) string {
 	q := why
 	if op.Submission.State == pollwarden.SubmissionUnknown {
 		q = SubmitQuestion + " (" + why + ")"
 	}
-	op.Escalation.Message = fmt.Sprintf("Submission of operation %s: %s.", op.ID, q)
-	for i := range events {
-		events[i].Data.Options = opts
-	}
-	return events
+	return fmt.Sprintf("Submission of operation %s: %s.", op.ID, q)
 }
 
 // resubmit reopens an escalated submission for one more send, with the

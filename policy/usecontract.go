@@ -38,18 +38,18 @@ func UseContractOption(op *pollwarden.Operation, c *pollwarden.Contract) *pollwa
 // c's stored fingerprint on the returned record.
 func UseContract(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if !p.Actor.Role.CanGrant() {
-		return nil, nil, fmt.Errorf("%w: %q grants new authority; only an approver may choose it (%s is %s)",
-			pollwarden.ErrForbidden, pollwarden.OptionUseCurrentContract, p.Actor.Name, p.Actor.Role)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
+			pollwarden.OptionUseCurrentContract, p.Actor.Name, p.Actor.Role)
 	}
 	if op.Contract != c.Name {
-		return nil, nil, fmt.Errorf("%w: operation %s belongs to contract %q, not %q", pollwarden.ErrInvalid, op.ID, op.Contract, c.Name)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, c.Name)
 	}
 	if op.Phase != pollwarden.PhaseWaiting && op.Phase != pollwarden.PhaseEscalated {
-		return nil, nil, fmt.Errorf("%w: operation %s is %s: only a waiting or escalated operation can move to another contract", pollwarden.ErrInvalid, op.ID, op.Phase)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s is %s: only a waiting or escalated operation can move to another contract", op.ID, op.Phase)
 	}
 	ch := CompareContract(op, c)
 	if !ch.Changed() {
-		return nil, nil, fmt.Errorf("%w: the contract %s loaded now is the one operation %s runs under: there is nothing to take up", pollwarden.ErrInvalid, c.Name, op.ID)
+		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "the contract %s loaded now is the one operation %s runs under: there is nothing to take up", c.Name, op.ID)
 	}
 	next := op.Clone()
 	next.MaxStatusRequests = max(min(next.MaxStatusRequests, c.Limits.MaxStatusRequests), next.StatusRequestsUsed)

@@ -20,6 +20,7 @@ import (
 // skewClock is a replica's own clock: it moves only when the test moves
 // it, so two replicas can be kept a fixed distance apart.
 type skewClock struct {
+	pollwarden.WallTimers
 	mu  sync.Mutex
 	now time.Time
 }

@@ -456,7 +456,10 @@ func runTwice(t *testing.T, r *rig) {
 
 // jumpClock is the wall clock plus an offset the test moves, as a laptop
 // whose lid was closed sees time jump on waking.
-type jumpClock struct{ offset atomic.Int64 }
+type jumpClock struct {
+	pollwarden.WallTimers
+	offset atomic.Int64
+}
 
 func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *jumpClock) Sleep(ctx context.Context, d time.Duration) error {

@@ -43,6 +43,9 @@ func testListReasonText(t *testing.T, s pollwarden.Store) {
 		{pollwarden.ListParams{Text: "50%"}, "op-3 "},
 		{pollwarden.ListParams{Text: "OP-4"}, "op-4 "},
 		{pollwarden.ListParams{Text: "job-5", Reason: pollwarden.ReasonProviderFailure}, ""},
+		// Phases: any of them, in one query, before the limit.
+		{pollwarden.ListParams{Phases: []pollwarden.Phase{pollwarden.PhaseFailed, pollwarden.PhaseExpired}}, "op-2 op-0 "},
+		{pollwarden.ListParams{Phases: []pollwarden.Phase{pollwarden.PhaseFailed, pollwarden.PhaseExpired}, Limit: 1}, "op-2 "},
 	} {
 		ops, err := s.OperationList(t.Context(), tc.p)
 		if err != nil {

@@ -276,6 +276,14 @@ func (hoursLater) Sleep(ctx context.Context, _ time.Duration) error {
 	return ctx.Err()
 }
 
+func (hoursLater) NewTimer(d time.Duration) (pollwarden.Timer, <-chan time.Time) {
+	return pollwarden.WallTimers{}.NewTimer(d)
+}
+
+func (hoursLater) NewTicker(d time.Duration) (pollwarden.Ticker, <-chan time.Time) {
+	return pollwarden.WallTimers{}.NewTicker(d)
+}
+
 // TestExpiredDecisionIsASpan: a decision request nobody answered expires,
 // and that expiry is a decision span of its own, marked expired, with the
 // default's outcome.

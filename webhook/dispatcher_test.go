@@ -25,6 +25,7 @@ var testSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("dispatcher
 
 // clock is a manual clock: the tests move time, nothing sleeps.
 type clock struct {
+	pollwarden.WallTimers
 	mu sync.Mutex
 	t  time.Time
 }

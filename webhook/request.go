@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/internal/display"
+	"github.com/pollwarden/pollwarden/internal/present"
 )
 
 // request is the decision request a person is sent (Slack, e-mail): what
@@ -70,10 +71,6 @@ func newRequest(e event, ev pollwarden.Event, data pollwarden.EventData, op *pol
 		r.Headline += fmt.Sprintf(" Since then the operation is %s.", op.Phase)
 		opts = nil
 	}
-	lastState := display.Value(op.LastState)
-	if op.LastState == "" {
-		lastState = "(none observed)"
-	}
 	elapsed := data.Elapsed
 	if elapsed == "" {
 		elapsed = ev.At.Sub(op.StartedAt).Round(time.Second).String()
@@ -82,15 +79,15 @@ func newRequest(e event, ev pollwarden.Event, data pollwarden.EventData, op *pol
 		{"Operation", id},
 		{"Contract", display.Value(op.Contract)},
 		{"Provider job", display.Value(op.ProviderJobID)},
-		{"Last state", lastState},
+		{"Last state", present.LastState(op)},
 		{"Elapsed", elapsed},
 		{"Status requests", fmt.Sprintf("%d of %d", op.StatusRequestsUsed, op.MaxStatusRequests)},
-		{"Last HTTP result", lastHTTP(op)},
+		{"Last HTTP result", present.LastHTTP(op)},
 		{"Reason", reason},
 		{"Phase", string(op.Phase)},
 	}
 	for _, o := range opts {
-		ro := requestOption{ID: o.ID, Label: display.Text(o.Label), Cost: cost(o), NewLimit: newLimit(o)}
+		ro := requestOption{ID: o.ID, Label: display.Text(o.Label), Cost: present.OptionCost(o), NewLimit: present.OptionNewLimit(o)}
 		ro.Answer = fmt.Sprintf("pollwarden decide %s %s", id, o.ID)
 		if r.Console != "" {
 			ro.Answer += " (or in the console: " + r.Console + ")"
@@ -98,47 +95,6 @@ func newRequest(e event, ev pollwarden.Event, data pollwarden.EventData, op *pol
 		r.Options = append(r.Options, ro)
 	}
 	return r
-}
-
-func lastHTTP(op *pollwarden.Operation) string {
-	switch {
-	case op.LastHTTPAt == nil:
-		return "none yet"
-	case op.LastHTTP == 0:
-		return "no answer at " + op.LastHTTPAt.UTC().Format("15:04:05 UTC")
-	}
-	return fmt.Sprintf("%d at %s", op.LastHTTP, op.LastHTTPAt.UTC().Format("15:04:05 UTC"))
-}
-
-func cost(o pollwarden.Option) string {
-	var parts []string
-	if o.ExtraTime != "" {
-		parts = append(parts, o.ExtraTime+" more")
-	}
-	if o.ExtraStatusRequests > 0 {
-		parts = append(parts, fmt.Sprintf("%d more status requests", o.ExtraStatusRequests))
-	}
-	switch {
-	case len(parts) > 0:
-		return strings.Join(parts, ", ")
-	case o.ID == pollwarden.OptionCancel || o.ID == pollwarden.OptionApproveCall:
-		return "one call to the provider"
-	}
-	return "nothing more is sent"
-}
-
-func newLimit(o pollwarden.Option) string {
-	var parts []string
-	if o.NewDeadline != nil {
-		parts = append(parts, "deadline "+o.NewDeadline.UTC().Format("2006-01-02 15:04:05 UTC"))
-	}
-	if o.NewMaxStatusRequests > 0 {
-		parts = append(parts, fmt.Sprintf("budget %d status requests", o.NewMaxStatusRequests))
-	}
-	if len(parts) == 0 {
-		return "unchanged"
-	}
-	return strings.Join(parts, ", ")
 }
 
 func capital(s string) string {

@@ -156,7 +156,7 @@ func TestConsoleInChromium(t *testing.T) {
 	click(t, alice, "open export-7", escalatedLink)
 	act(t, alice, "export-7's page", chromedp.WaitVisible("", byRole("heading", named("Operation export-7"))))
 	page = text(t, alice)
-	for _, want := range []string{"escalated", "request_budget_exhausted", "4 of 4 requests", "Deadline", "Last HTTP result", "HTTP 200", "Story"} {
+	for _, want := range []string{"escalated", "request_budget_exhausted", "4 of 4 requests", "Deadline", "Last HTTP result", "200 at ", "Story"} {
 		if !strings.Contains(strings.ToLower(page), strings.ToLower(want)) {
 			t.Errorf("the operation page lacks %q:\n%s", want, page)
 		}

@@ -129,6 +129,7 @@ func (f *fakeProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 type fakeClock struct {
+	pollwarden.WallTimers
 	mu  sync.Mutex
 	now time.Time
 }

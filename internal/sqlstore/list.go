@@ -94,6 +94,12 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 		where = append(where, "phase = ?")
 		args = append(args, string(p.Phase))
 	}
+	if len(p.Phases) > 0 {
+		where = append(where, "phase IN (?"+strings.Repeat(", ?", len(p.Phases)-1)+")")
+		for _, ph := range p.Phases {
+			args = append(args, string(ph))
+		}
+	}
 	if p.Owner != "" {
 		where = append(where, "owner = ?")
 		args = append(args, p.Owner)
