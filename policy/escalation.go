@@ -43,7 +43,6 @@ func Escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Rea
 // resubmission: a failed submission's escalation adds it (submitEscalate).
 func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, now time.Time) []pollwarden.Option {
 	var opts []pollwarden.Option
-	ext := c.Escalation
 	switch {
 	case c.Status.EachCallNeedsApproval() && op.ApprovedCalls <= 0 && r == pollwarden.ReasonIntegrationFailure:
 		opts = append(opts, pollwarden.Option{
@@ -52,21 +51,7 @@ func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 			GrantsAuthority: true,
 		})
 	case r != pollwarden.ReasonAuthorizationDenied:
-		dl := extendedDeadline(op, ext.ExtensionTime, now)
-		// The budget saturates at pollwarden.MaxCount: the option says
-		// what it would really add, as Apply does it.
-		newMax := pollwarden.AddCount(op.MaxStatusRequests, ext.ExtensionRequests)
-		more := max(newMax-op.MaxStatusRequests, 0)
-		opts = append(opts, pollwarden.Option{
-			ID: pollwarden.OptionExtend,
-			Label: fmt.Sprintf("Extend waiting once by %s with %d more status requests (new deadline %s, budget %d%s)%s",
-				humanDuration(ext.ExtensionTime), more, dl.UTC().Format("15:04:05 UTC"), newMax, extensionEffect(op, c, more), extendNote(r)),
-			ExtraTime:            pollwarden.ShortDuration(ext.ExtensionTime),
-			ExtraStatusRequests:  more,
-			NewDeadline:          &dl,
-			NewMaxStatusRequests: newMax,
-			GrantsAuthority:      true,
-		})
+		opts = append(opts, extendOption(op, c, r, now))
 	}
 	if c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied && (!op.Cancel.InForce() || c.Cancel.Idempotent) {
 		opts = append(opts, pollwarden.Option{
