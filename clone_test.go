@@ -19,6 +19,7 @@ func TestCloneSharesNothing(t *testing.T) {
 		Escalation:        &Escalation{Options: []Option{{ID: "extend"}}, Decided: &DecisionRecord{Option: "abandon"}},
 		LastDecision:      &DecisionRecord{Option: "extend"},
 		RefusedCredential: &RefusedCredential{MAC: "m"},
+		ExtensionAsked:    &ExtensionAsk{By: "agent"},
 		Cancel:            &CancelRecord{AnsweredAt: at(5)},
 		Submission:        &Submission{State: "sent", Body: json.RawMessage(`{"b":2}`)},
 		ContractLimits:    &ContractLimits{MaxStatusRequests: 7},
@@ -42,6 +43,7 @@ func TestCloneSharesNothing(t *testing.T) {
 	c.Escalation.Decided.Option = "x"
 	c.LastDecision.Option = "x"
 	c.RefusedCredential.MAC = "x"
+	c.ExtensionAsked.By = "x"
 	c.Submission.Body[2] = 'z'
 	c.ContractLimits.MaxStatusRequests = 99
 	c.ContractDigest["status"] = "x"

@@ -311,7 +311,13 @@ type Limits struct {
 type EscalationSpec struct {
 	ExtensionTime     time.Duration
 	ExtensionRequests int
-	ConsoleURL        string
+	// ExtensionMaxTime and ExtensionMaxRequests bound what the extend
+	// option may offer when an agent asked for more (request_extension);
+	// 0 means the default, DefaultAskFactor times the fixed amount.
+	// Omitted when unset so existing contract fingerprints hold.
+	ExtensionMaxTime     time.Duration `json:",omitempty"`
+	ExtensionMaxRequests int           `json:",omitempty"`
+	ConsoleURL           string
 	// RemindAfter, when set, reminds the notified people of an escalation
 	// nobody has decided, once each period (a bounded number of times).
 	RemindAfter time.Duration
@@ -321,6 +327,28 @@ type EscalationSpec struct {
 	// OnExpiry is the option applied at expiry: abandon (the default) or
 	// cancel_at_provider.
 	OnExpiry string
+}
+
+// DefaultAskFactor is how many times the contract's fixed extension an
+// agent's asked extension may be offered as, when the contract sets no
+// escalation.extension.max_time / max_status_requests: an agent that needs
+// 30m where the contract grants 15m is offered what it asked, and a person
+// still decides.
+const DefaultAskFactor = 4
+
+// ExtensionBounds is the most one extend option may grant when an agent
+// asked for it: the contract's max_time and max_status_requests, or
+// DefaultAskFactor times the fixed amounts (never past MaxSpan and
+// MaxCount).
+func (e EscalationSpec) ExtensionBounds() (time.Duration, int) {
+	t, n := e.ExtensionMaxTime, e.ExtensionMaxRequests
+	if t <= 0 {
+		t = min(e.ExtensionTime*DefaultAskFactor, MaxSpan)
+	}
+	if n <= 0 {
+		n = min(e.ExtensionRequests*DefaultAskFactor, MaxCount)
+	}
+	return t, n
 }
 
 // Action is a provider call other than the status request (cancel).

@@ -97,7 +97,7 @@ func goList(t *testing.T, tags string, patterns ...string) map[string]listed {
 // policy touches no files, sockets, HTTP or databases, and no
 // OpenTelemetry; only package tracing links the OpenTelemetry SDK; the
 // pollwarden binary links neither the testing package, the plotting
-// library nor River; the MCP door does not depend on the HTTP API; the
+// library, River nor gRPC; the MCP door does not depend on the HTTP API; the
 // doors import no controller, store, prober or webhook package.
 func TestDependencies(t *testing.T) {
 	pkgs := goList(t, "", ".", "./policy", "./cmd/pollwarden", "./mcp", "./httpapi", "./console", "./controller", "./prober", "./tracing")
@@ -143,6 +143,18 @@ func TestDependencies(t *testing.T) {
 		for _, d := range get(binary).Deps {
 			if d == "testing" || strings.HasPrefix(d, "testing/") || strings.HasPrefix(d, "gonum.org/") ||
 				strings.HasPrefix(d, "github.com/riverqueue/") {
+				t.Errorf("cmd/pollwarden links %s", d)
+			}
+		}
+	})
+
+	t.Run("the binary links no gRPC", func(t *testing.T) {
+		// The OTLP exporter is pollwarden's own (tracing/otlp.go): the
+		// OpenTelemetry one brings gRPC, genproto and grpc-gateway, a
+		// transport pollwarden never uses (docs/BENCHMARKS.md).
+		for _, d := range get(binary).Deps {
+			if strings.HasPrefix(d, "google.golang.org/grpc") || strings.HasPrefix(d, "google.golang.org/genproto/") ||
+				strings.HasPrefix(d, "github.com/grpc-ecosystem/") || strings.HasPrefix(d, "go.opentelemetry.io/proto/otlp/collector/") {
 				t.Errorf("cmd/pollwarden links %s", d)
 			}
 		}

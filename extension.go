@@ -15,6 +15,16 @@ type ExtensionRequest struct {
 	Justification       string
 }
 
+// ExtensionAsk is an agent's pending request as the operation keeps it:
+// the amounts asked for, by whom and when. The justification stays in the
+// audit event alone.
+type ExtensionAsk struct {
+	ExtraTime           time.Duration `json:"extra_time"`
+	ExtraStatusRequests int           `json:"extra_status_requests,omitempty"`
+	By                  string        `json:"by"`
+	At                  time.Time     `json:"at"`
+}
+
 // maxJustification keeps a request readable as one line of the story.
 const maxJustification = 2000
 

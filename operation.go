@@ -191,6 +191,11 @@ type Operation struct {
 	// RefusedCredential fingerprints the credential of the last 401/403
 	// (authorization_denied); nil when none was refused.
 	RefusedCredential *RefusedCredential `json:"refused_credential,omitempty"`
+	// ExtensionAsked is the latest extension an agent asked for that no
+	// extend decision has granted since: the extend option offers it as
+	// asked, within the contract's escalation bounds. Nil when none is
+	// pending.
+	ExtensionAsked *ExtensionAsk `json:"extension_asked,omitempty"`
 	// Cancel is the record of a cancel at the provider, from the moment it
 	// is asked for (before anything is sent); nil when none was asked.
 	Cancel *CancelRecord `json:"cancel,omitempty"`
@@ -256,6 +261,10 @@ func (o *Operation) Clone() *Operation {
 	if o.RefusedCredential != nil {
 		r := *o.RefusedCredential
 		c.RefusedCredential = &r
+	}
+	if o.ExtensionAsked != nil {
+		a := *o.ExtensionAsked
+		c.ExtensionAsked = &a
 	}
 	if o.ContractLimits != nil {
 		b.limits = *o.ContractLimits

@@ -81,7 +81,12 @@ func opsCmd(env Env) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show OPERATION",
 		Short: "Show one operation record",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show one operation record: its phase, limits and, when it awaits a decision,
+the question with its options. An escalated operation whose contract, as
+this process loads it now ($POLLWARDEN_CONTRACTS, or a built-in of that
+name), differs from the one it runs under is also offered
+use_current_contract, saying what differs.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := env.openStore(cmd.Context(), store)
 			if err != nil {
@@ -92,13 +97,15 @@ func opsCmd(env Env) *cobra.Command {
 			if err != nil {
 				return usage(err)
 			}
+			current := env.contractsNow()(op.Contract)
+			op = offerCurrentContract(op, current)
 			if asJSON {
 				return writeJSON(env.Stdout, pollwarden.OutcomeOf(op))
 			}
 			if err := env.printOutcome(op, false, false, store); err != nil {
 				return err
 			}
-			for _, l := range orphanHint(op, env.clock().Now(), store, env.contractsNow()(op.Contract)) {
+			for _, l := range orphanHint(op, env.clock().Now(), store, current) {
 				fmt.Fprintln(env.Stdout, l)
 			}
 			return nil

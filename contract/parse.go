@@ -297,11 +297,12 @@ func (d *decoder) transportCount(o *object) bool {
 }
 
 func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
-	ext := o.obj("extension", false, "time", "status_requests")
+	ext := o.obj("extension", false, "time", "status_requests", "max_time", "max_status_requests")
 	e := pollwarden.EscalationSpec{
 		ExtensionTime:     ext.span("time", defaultExtensionTime),
 		ExtensionRequests: ext.limit("status_requests", defaultExtensionChecks),
 	}
+	d.extensionBounds(ext, &e)
 	if s, line, ok := o.str("console_url", false); ok {
 		s, msg := d.resolve(s)
 		if msg == "" {
@@ -313,6 +314,27 @@ func (d *decoder) escalation(o *object) pollwarden.EscalationSpec {
 		e.ConsoleURL = s
 	}
 	return e
+}
+
+// extensionBounds reads escalation.extension.max_time and
+// .max_status_requests: the most an agent's asked extension may be
+// offered as. Each is at least the fixed amount it bounds, since the
+// fixed amount is always offered.
+func (d *decoder) extensionBounds(ext *object, e *pollwarden.EscalationSpec) {
+	if t := ext.span("max_time", 0); t > 0 && t < e.ExtensionTime {
+		v, _ := ext.get("max_time", false)
+		d.addf(v.Line, ext.child("max_time"), "must be at least escalation.extension.time (%s), got %s",
+			pollwarden.ShortDuration(e.ExtensionTime), clip(v.Value))
+	} else {
+		e.ExtensionMaxTime = t
+	}
+	if n := ext.limit("max_status_requests", 0); n > 0 && n < e.ExtensionRequests {
+		v, _ := ext.get("max_status_requests", false)
+		d.addf(v.Line, ext.child("max_status_requests"), "must be at least escalation.extension.status_requests (%d), got %d",
+			e.ExtensionRequests, n)
+	} else {
+		e.ExtensionMaxRequests = n
+	}
 }
 
 // cancel decodes the optional cancel action; its origin must be allowed,

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -220,5 +221,29 @@ cancel: {url: *u, method: delete}
 	_, err = Parse([]byte(strings.Replace(src, "success: [done]", "success: [done]\n  expired: *p", 1)))
 	if err == nil || !strings.Contains(err.Error(), "line 10: state.expired[0]: \"running\" is already listed in state.pending") {
 		t.Errorf("aliased duplicate: %v", err)
+	}
+}
+
+// escalation.extension.max_time and .max_status_requests bound an agent's
+// asked extension; unset, the bounds are DefaultAskFactor times the fixed
+// amounts, and the contract's fingerprint is what it was before they
+// existed.
+func TestExtensionAskBounds(t *testing.T) {
+	c, err := Parse([]byte(base + "escalation:\n  extension: {time: 15m, status_requests: 4, max_time: 2h, max_status_requests: 40}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, mn := c.Escalation.ExtensionBounds(); mt != 2*time.Hour || mn != 40 {
+		t.Fatalf("bounds %s %d, want 2h 40", mt, mn)
+	}
+	d, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, mn := d.Escalation.ExtensionBounds(); mt != time.Hour || mn != 16 {
+		t.Fatalf("default bounds %s %d, want 1h 16", mt, mn)
+	}
+	if b, _ := json.Marshal(d.Escalation); strings.Contains(string(b), "ExtensionMax") {
+		t.Fatalf("unset bounds are encoded, changing every stored fingerprint: %s", b)
 	}
 }

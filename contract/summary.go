@@ -156,6 +156,10 @@ func Summary(c *pollwarden.Contract) string {
 	}
 	e := c.Escalation
 	line("extension:  %s with %d more checks per approval", pollwarden.ShortDuration(e.ExtensionTime), e.ExtensionRequests)
+	if e.ExtensionMaxTime > 0 || e.ExtensionMaxRequests > 0 {
+		mt, mn := e.ExtensionBounds()
+		line("            an agent's asked extension is offered up to %s with %d more checks", pollwarden.ShortDuration(mt), mn)
+	}
 	if e.ConsoleURL != "" {
 		line("console:    %s", e.ConsoleURL)
 	}

@@ -96,8 +96,20 @@ func (c *Controller) requestExtension(ctx context.Context, id string, actor poll
 		if op.Phase.Finished() {
 			return nil, pollwarden.Refuse(pollwarden.ErrPhase, "", "operation %s is %s; there is nothing to extend", op.ID, op.Phase)
 		}
+		// An escalation awaiting a decision is offered the request at
+		// once, under the contract the operation runs under.
+		var ct *pollwarden.Contract
+		if op.Phase == pollwarden.PhaseEscalated {
+			ex, ok, err := c.kept.Of(ctx, op)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				ct = ex.Contract()
+			}
+		}
 		now := c.clock.Now()
-		events := policy.RequestExtension(op, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)
+		events := policy.RequestExtension(op, ct, actor, p.ExtraTime, p.ExtraStatusRequests, p.Justification, now)
 		if err := c.save(ctx, op, events, now); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -212,5 +213,50 @@ func TestExtensionRequestWaitsForStep(t *testing.T) {
 		map[string]any{"extra_time": "5m", "extra_status_requests": 1, "justification": "slow"})
 	if a.status != http.StatusAccepted {
 		t.Fatalf("%d %s", a.status, a.body)
+	}
+}
+
+// TestExtensionOfferedAsAsked: an agent's request for 30m and 10 requests,
+// made on an escalated operation, is the extend option an approver reads
+// and chooses, within the contract's bounds (15m/4, so up to 1h/16); the
+// contract's fixed 15m is not what is granted.
+func TestExtensionOfferedAsAsked(t *testing.T) {
+	r := newRig(t)
+	before := r.escalated("op-a", "export")
+	if a := r.do("POST", "/v1/operations/op-a/extension-requests", agentToken,
+		map[string]any{"extra_time": "30m", "extra_status_requests": 10, "justification": "the export has 2M rows"}); a.status != http.StatusAccepted {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	got := r.do("GET", "/v1/operations/op-a", approverToken, nil)
+	var rec struct {
+		Escalation struct {
+			ID      string              `json:"id"`
+			Message string              `json:"message"`
+			Options []pollwarden.Option `json:"options"`
+		} `json:"escalation"`
+	}
+	if err := json.Unmarshal(got.body, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var ext *pollwarden.Option
+	for i, o := range rec.Escalation.Options {
+		if o.ID == pollwarden.OptionExtend {
+			ext = &rec.Escalation.Options[i]
+		}
+	}
+	if ext == nil || ext.ExtraTime != "30m" || ext.ExtraStatusRequests != 10 ||
+		!strings.HasPrefix(ext.Label, "Extend waiting once by 30 minutes with 10 more status requests") ||
+		!strings.Contains(ext.Label, "build-agent asked for 30m and 10 more status requests") {
+		t.Fatalf("extend is not offered as asked: %+v", rec.Escalation)
+	}
+	d := r.do("POST", "/v1/operations/op-a/decisions", approverToken, map[string]any{"option": "extend", "escalation": rec.Escalation.ID})
+	if d.status != http.StatusOK {
+		t.Fatalf("%d %s", d.status, d.body)
+	}
+	after := r.stored("op-a")
+	if after.MaxStatusRequests != before.MaxStatusRequests+10 || !after.DeadlineAt.Equal(*ext.NewDeadline) ||
+		after.DeadlineAt.Sub(before.DeadlineAt) < 30*time.Minute {
+		t.Fatalf("granted deadline %s (was %s, offered %s) budget %d (was %d)", after.DeadlineAt, before.DeadlineAt, ext.NewDeadline,
+			after.MaxStatusRequests, before.MaxStatusRequests)
 	}
 }

@@ -126,9 +126,18 @@ func (s *server) requestExtension(ctx context.Context, _ *sdk.CallToolRequest, i
 	return nil, ExtensionAnswer{
 		OperationID: op.ID, Granted: false, ExtraTime: ext.ExtraTime.String(), ExtraStatusRequests: in.ExtraStatusRequests,
 		DeadlineAt: op.DeadlineAt, MaxStatusRequests: op.MaxStatusRequests,
-		Message: fmt.Sprintf("Recorded your request in the audit log of %s. Nothing was granted: the deadline (%s) and the budget (%d of %d status requests used) are unchanged. Only an approver can extend it (pollwarden decide %s extend, once it has escalated). Tell the user you asked and why.",
-			op.ID, op.DeadlineAt.UTC().Format(time.RFC3339), op.StatusRequestsUsed, op.MaxStatusRequests, op.ID),
+		Message: fmt.Sprintf("Recorded your request in the audit log of %s. Nothing was granted: the deadline (%s) and the budget (%d of %d status requests used) are unchanged. Only an approver can extend it: the extend option offers what you asked, within what the contract allows (pollwarden decide %s extend%s). Tell the user you asked and why.",
+			op.ID, op.DeadlineAt.UTC().Format(time.RFC3339), op.StatusRequestsUsed, op.MaxStatusRequests, op.ID, whenEscalated(op)),
 	}, nil
+}
+
+// whenEscalated says when the extend option can be chosen: now, on an
+// operation awaiting a decision; once it has escalated, otherwise.
+func whenEscalated(op *pollwarden.Operation) string {
+	if op.Phase == pollwarden.PhaseEscalated {
+		return "; it awaits that decision now"
+	}
+	return ", once it has escalated"
 }
 
 // numberArgs are the integer arguments of each tool. Models (and the MCP

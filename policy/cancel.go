@@ -183,9 +183,11 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 			return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
 				p.Option, p.Actor.Name, p.Actor.Role)
 		}
-		dl := extendedDeadline(op, c.Escalation.ExtensionTime, now)
+		g := grantFor(op, c)
+		dl := extendedDeadline(op, g.Time, now)
 		next.DeadlineAt = dl
-		next.MaxStatusRequests = pollwarden.AddCount(next.MaxStatusRequests, c.Escalation.ExtensionRequests)
+		next.MaxStatusRequests = pollwarden.AddCount(next.MaxStatusRequests, g.Requests)
+		next.ExtensionAsked = nil
 		data.DeadlineAt, data.MaxRequests = &dl, next.MaxStatusRequests
 		data.Decision = fmt.Sprintf("extended the observation of the cancel to %s with budget %d; the cancel stands",
 			dl.UTC().Format(time.RFC3339), next.MaxStatusRequests)

@@ -77,9 +77,11 @@ func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, n
 	var extra []pollwarden.Event
 	switch opt.ID {
 	case pollwarden.OptionExtend:
-		dl := extendedDeadline(op, c.Escalation.ExtensionTime, now)
+		g := grantFor(op, c)
+		dl := extendedDeadline(op, g.Time, now)
 		next.DeadlineAt = dl
-		next.MaxStatusRequests = pollwarden.AddCount(op.MaxStatusRequests, c.Escalation.ExtensionRequests)
+		next.MaxStatusRequests = pollwarden.AddCount(op.MaxStatusRequests, g.Requests)
+		next.ExtensionAsked = nil
 		switch op.Reason {
 		case pollwarden.ReasonRateLimited:
 			next.MaxRateLimited = pollwarden.AddCount(op.MaxRateLimited, 1)
@@ -161,10 +163,16 @@ func reopen(op *pollwarden.Operation, now time.Time, src pollwarden.DelaySource)
 	})}
 }
 
-// RequestExtension records an agent's request for more time or requests.
-// It grants nothing (R20): only an approver's decision changes limits.
-func RequestExtension(op *pollwarden.Operation, actor pollwarden.Actor, extraTime time.Duration, extraRequests int, justification string, now time.Time) []pollwarden.Event {
+// RequestExtension records an agent's request for more time or requests
+// and keeps it on op (which it changes) as the pending request the extend
+// option offers; an escalation already awaiting a decision is offered it
+// at once (c, the contract op runs under, may be nil: the option is then
+// left as it is). It grants nothing (R20): only an approver's decision
+// changes limits.
+func RequestExtension(op *pollwarden.Operation, c *pollwarden.Contract, actor pollwarden.Actor, extraTime time.Duration, extraRequests int, justification string, now time.Time) []pollwarden.Event {
 	a := actor
+	op.ExtensionAsked = &pollwarden.ExtensionAsk{ExtraTime: extraTime, ExtraStatusRequests: extraRequests, By: actor.Name, At: now}
+	reofferExtension(op, c, now)
 	return []pollwarden.Event{newEvent(op, now, pollwarden.EventExtensionRequested, pollwarden.EventData{
 		Actor: &a, Detail: fmt.Sprintf("asks for %s and %d more status requests: %s", extraTime, extraRequests, justification),
 		RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests, Elapsed: elapsed(op, now),

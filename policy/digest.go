@@ -29,7 +29,7 @@ func ContractDigest(c *pollwarden.Contract) map[string]string {
 		"not_found":              c.NotFoundPendingFor,
 		"backoff":                c.Backoff,
 		"limits":                 c.Limits,
-		"escalation.extension":   []any{c.Escalation.ExtensionTime, c.Escalation.ExtensionRequests},
+		"escalation.extension":   extensionDigest(c.Escalation),
 		"escalation.console_url": c.Escalation.ConsoleURL,
 		"cancel":                 c.Cancel,
 	}
@@ -131,4 +131,15 @@ func isZero(v any) bool {
 		return len(x) == 0
 	}
 	return false
+}
+
+// extensionDigest is the extension's section: its bounds join it only
+// when set, so a contract without them digests as it did before they
+// existed.
+func extensionDigest(e pollwarden.EscalationSpec) []any {
+	out := []any{e.ExtensionTime, e.ExtensionRequests}
+	if e.ExtensionMaxTime > 0 || e.ExtensionMaxRequests > 0 {
+		out = append(out, e.ExtensionMaxTime, e.ExtensionMaxRequests)
+	}
+	return out
 }

@@ -72,7 +72,6 @@ const (
 // that may be sent again. The words are package present's.
 func options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, q ask, now time.Time) []pollwarden.Option {
 	var opts []pollwarden.Option
-	ext := c.Escalation
 	submission := q == askSubmission || q == askSubmissionNoResend
 	switch {
 	case q == askSubmission:
@@ -86,20 +85,7 @@ func options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reas
 			GrantsAuthority: true,
 		})
 	case r != pollwarden.ReasonAuthorizationDenied:
-		dl := extendedDeadline(op, ext.ExtensionTime, now)
-		// The budget saturates at pollwarden.MaxCount: the option says
-		// what it would really add, as Apply does it.
-		newMax := pollwarden.AddCount(op.MaxStatusRequests, ext.ExtensionRequests)
-		more := max(newMax-op.MaxStatusRequests, 0)
-		opts = append(opts, pollwarden.Option{
-			ID:                   pollwarden.OptionExtend,
-			Label:                present.ExtendLabel(ext.ExtensionTime, more, dl, newMax, extensionEffect(op, c, more), r),
-			ExtraTime:            pollwarden.ShortDuration(ext.ExtensionTime),
-			ExtraStatusRequests:  more,
-			NewDeadline:          &dl,
-			NewMaxStatusRequests: newMax,
-			GrantsAuthority:      true,
-		})
+		opts = append(opts, extendOption(op, c, r, now))
 	}
 	if q == askWaiting && c.Cancel != nil && r != pollwarden.ReasonAuthorizationDenied && (!op.Cancel.InForce() || c.Cancel.Idempotent) {
 		opts = append(opts, pollwarden.Option{

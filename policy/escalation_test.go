@@ -143,7 +143,7 @@ func TestR20_AgentExtensionRequestGrantsNothing(t *testing.T) {
 	c := testContract()
 	op := escalated(t, c, pollwarden.ReasonRequestBudgetExhausted)
 	before := *op
-	evs := RequestExtension(op, pollwarden.Actor{Name: "bot", Role: pollwarden.RoleAgent}, time.Hour, 100, "please", t0)
+	evs := RequestExtension(op, c, pollwarden.Actor{Name: "bot", Role: pollwarden.RoleAgent}, time.Hour, 100, "please", t0)
 	if op.MaxStatusRequests != before.MaxStatusRequests || !op.DeadlineAt.Equal(before.DeadlineAt) || op.Phase != pollwarden.PhaseEscalated {
 		t.Fatal("an extension request changed the limits")
 	}

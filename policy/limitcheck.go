@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
@@ -85,6 +86,9 @@ func spanText(lo, hi time.Duration) string {
 	l := int(math.Round(float64(lo) / float64(unit)))
 	h := int(math.Round(float64(hi) / float64(unit)))
 	if l == h {
+		if l == 1 {
+			name = strings.TrimSuffix(name, "s") // "about 1 second"
+		}
 		return fmt.Sprintf("%d %s", l, name)
 	}
 	return fmt.Sprintf("%d to %d %s", l, h, name)

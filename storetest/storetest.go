@@ -115,6 +115,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op.LastDecision = &pollwarden.DecisionRecord{Escalation: "esc-2", Option: pollwarden.OptionExtend,
 		By: pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}, At: at(20 * time.Minute), Outcome: "extended by 15m"}
 	op.RefusedCredential = &pollwarden.RefusedCredential{Ref: "env:EXPORT_API_TOKEN", Key: "a2V5", MAC: "bWFj", At: at(10 * time.Minute)}
+	op.ExtensionAsked = &pollwarden.ExtensionAsk{ExtraTime: 30 * time.Minute, ExtraStatusRequests: 5, By: "build-agent", At: at(11 * time.Minute)}
 	op.BusinessDeadlineAt = ptr(at(time.Hour).In(time.UTC))
 	op.ProviderExpiresAt = ptr(at(2 * time.Hour).In(time.FixedZone("P", -7*3600)))
 	op.StatusRequestsUsed, op.TransportFailuresUsed, op.RateLimitedUsed = 5, 1, 2

@@ -1,18 +1,20 @@
 // Package tracing builds the OpenTelemetry tracer that `pollwarden serve`
-// hands to the controller: spans exported by OTLP over HTTP when an
-// endpoint is configured, and none at all otherwise. It is the only
-// package that links the SDK and the exporter, so the controller and the
-// decision core stay on the bare API (or below it).
+// hands to the controller: spans exported by OTLP over HTTP (protobuf)
+// when an endpoint is configured, and none at all otherwise. It is the
+// only package that links the SDK and the exporter, so the controller and
+// the decision core stay on the bare API (or below it). The exporter is
+// its own (otlp.go): the OpenTelemetry one brings gRPC and genproto into
+// the binary for a path pollwarden never takes.
 package tracing
 
 import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -62,12 +64,11 @@ func Setup(ctx context.Context, endpoint string, getenv func(string) string) (*T
 	if strings.Trim(u.Path, "/") == "" {
 		u.Path = "/v1/traces"
 	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u.String())}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	cfg, err := readConfig(getenv, os.ReadFile)
 	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %w", err)
+		return nil, err
 	}
-	return New(sdktrace.NewBatchSpanProcessor(exp), u.String()), nil
+	return New(sdktrace.NewBatchSpanProcessor(newExporter(u.String(), cfg)), u.String()), nil
 }
 
 // New returns tracing that hands every span to sp: Setup's batching

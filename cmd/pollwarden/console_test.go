@@ -29,7 +29,7 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite docs/con
 // consoleContract is a contract whose escalations offer every kind of
 // option (extend, cancel at provider, the provider console, stop), with a
 // backoff slow enough that an extended operation is seen waiting (its
-// four more requests take two seconds or more; the console's checks of it
+// five more requests, as its agent asks, take two seconds or more; the console's checks of it
 // take a few hundred milliseconds), and short enough that export-7 meets
 // its budget, through a 429 asking for 2 s, in about four.
 func consoleContract(t *testing.T, dir, base string) {
@@ -167,6 +167,12 @@ func TestConsoleInChromium(t *testing.T) {
 		act(t, alice, "a button for option "+l, chromedp.WaitVisible("", byRole("button", startsWith(l))))
 	}
 	checkAboveFold(t, alice)
+	// The agent asked for 30m and 5 more requests: the extend button
+	// offers that, not the contract's fixed 15m and 4.
+	if !strings.HasPrefix(labels["extend"], "Extend waiting once by 30 minutes with 5 more status requests") ||
+		!strings.Contains(labels["extend"], "build-agent asked for 30m and 5 more status requests") {
+		t.Errorf("the extend option is not the agent's request as asked: %q", labels["extend"])
+	}
 	const note = "export feeds the 06:00 report; one more try"
 	act(t, alice, "type a note", chromedp.SendKeys("", note, byRole("textbox", named("Note")), chromedp.NodeVisible))
 	screenshot(t, alice, "../../docs/console-operation.png")
@@ -175,10 +181,10 @@ func TestConsoleInChromium(t *testing.T) {
 	waitText(t, alice, "alice (approver) decided extend")
 	waitText(t, alice, `note "`+note+`"`)
 	op := call(t, r.base, "agent-token", "GET", "/v1/operations/export-7", "", 200)
-	if op["max_status_requests"] != float64(8) {
-		t.Errorf("after the extension: %v, want a budget of 8", op)
+	if op["max_status_requests"] != float64(9) {
+		t.Errorf("after the extension: %v, want a budget of 9 (4 and the 5 asked for)", op)
 	}
-	// Its four more requests run out and it escalates again: the live
+	// Its five more requests run out and it escalates again: the live
 	// update replaces the banner, which no longer says "now waiting".
 	waitPhase(t, r.base, "export-7", "escalated")
 	waitText(t, alice, "Decision recorded: extend. The operation has since escalated again and needs a new decision.")

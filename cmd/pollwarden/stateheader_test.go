@@ -81,3 +81,48 @@ limits: {deadline: 60s, max_status_requests: 10, max_transport_failures: 3, max_
 	}
 	assertNoCanary(t, dir, w)
 }
+
+// TestWaitOnAzureBlobCopyBuiltin: the built-in azure-blob-copy, moved to a
+// loopback fake by a one-line base_url, waits through a pending copy to
+// success with a real `pollwarden wait`: HEAD on the blob's path (its
+// slashes kept), the Bearer token from AZURE_STORAGE_TOKEN and
+// x-ms-version on every request, the copy's id and progress as the result.
+func TestWaitOnAzureBlobCopyBuiltin(t *testing.T) {
+	t.Parallel()
+	var calls, wrong atomic.Int32
+	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead || r.URL.Path != "/backups/2026/db.bak" || r.Header.Get("Authorization") != "Bearer "+canary ||
+			r.Header.Get("x-ms-version") == "" {
+			wrong.Add(1)
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		h := w.Header()
+		h.Set("x-ms-copy-id", "36650d67-05c9-4a24-9a7d-a2213e53caf6")
+		if calls.Add(1) < 2 {
+			h.Set("x-ms-copy-status", "pending")
+			h.Set("x-ms-copy-progress", "0/1073741824")
+		} else {
+			h.Set("x-ms-copy-status", "success")
+			h.Set("x-ms-copy-progress", "1073741824/1073741824")
+		}
+	}))
+	t.Cleanup(prov.Close)
+	dir := t.TempDir()
+	cfile := filepath.Join(dir, "blob-local.yaml")
+	if err := os.WriteFile(cfile, fmt.Appendf(nil, "version: 1\nextends: azure-blob-copy\nname: blob-local\nbase_url: %q\nbackoff: {base: 100ms, max: 200ms}\n", prov.URL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startEnv(t, []string{"AZURE_STORAGE_TOKEN=" + canary}, "wait", "--contract", cfile, "--job-id", "backups/2026/db.bak",
+		"--operation-id", "op-azblob", "--store", filepath.Join(dir, "pw.db"), "--json")
+	if code := w.exitCode(t); code != 0 {
+		t.Fatalf("wait: exit %d\nstdout %s\nstderr %s", code, w.stdout.String(), w.stderr.String())
+	}
+	if out := w.stdout.String(); !strings.Contains(out, "1073741824/1073741824") || !strings.Contains(out, "36650d67-05c9-4a24-9a7d-a2213e53caf6") {
+		t.Errorf("the result lacks the copy's id or progress:\n%s", out)
+	}
+	if calls.Load() < 2 || wrong.Load() != 0 {
+		t.Errorf("%d good requests and %d that were not an authorized HEAD on the blob with x-ms-version", calls.Load(), wrong.Load())
+	}
+	assertNoCanary(t, dir, w)
+}

@@ -322,3 +322,60 @@ func TestUseCurrentContractThroughTheAPI(t *testing.T) {
 	}
 	assertNoCanary(t, home, w, d, story)
 }
+
+// TestOpsShowOffersCurrentContract: `ops show` of an operation escalated
+// on a state its stored contract does not list offers use_current_contract,
+// saying what differs, once POLLWARDEN_CONTRACTS holds a different file of
+// its name (and not without it); decide moves it, and the offer is gone.
+func TestOpsShowOffersCurrentContract(t *testing.T) {
+	t.Parallel()
+	prov := &keptProvider{counts: map[string]int{}}
+	srv := httptest.NewServer(prov.handler())
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	store := filepath.Join(home, "pw.db")
+	limits := "deadline: 60s, max_status_requests: 40, max_transport_failures: 3, max_rate_limited: 3"
+	keptContract(t, filepath.Join(home, "c.yaml"), "proc-show", srv.URL, "running", limits)
+	w, code := runIn(t, home, "wait", "--contract", "./c.yaml", "--job-id", "weird-3", "--operation-id", "op-show", "--store", store, "--quiet")
+	if code == 0 {
+		t.Fatalf("wait on an unlisted state: exit 0\n%s", w.stdout.String())
+	}
+	show, code := runIn(t, home, "ops", "show", "op-show", "--store", store)
+	if code != 0 || strings.Contains(show.stdout.String(), "use_current_contract") {
+		t.Fatalf("ops show with no other contract loaded (exit %d) offers use_current_contract:\n%s%s", code, show.stdout.String(), show.stderr.String())
+	}
+	cdir := filepath.Join(home, "now")
+	if err := os.Mkdir(cdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keptContract(t, filepath.Join(cdir, "proc-show.yaml"), "proc-show", srv.URL, "running, awaiting_review", limits)
+	withContracts := func(args ...string) (*proc, int) {
+		t.Helper()
+		p := &proc{cmd: exec.Command(os.Args[0], args...)}
+		p.cmd.Dir = home
+		p.cmd.Env = append(os.Environ(), "PW_TEST_BE_MAIN=1", "PROC_TOKEN="+canary, "POLLWARDEN_CONTRACTS="+cdir)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return p, p.exitCode(t)
+	}
+	show, code = withContracts("ops", "show", "op-show", "--store", store)
+	out := show.stdout.String()
+	if code != 0 || !strings.Contains(out, "[use_current_contract] Go on under the contract loaded now (the state table changed") {
+		t.Fatalf("ops show (exit %d) does not offer use_current_contract saying what differs:\n%s%s", code, out, show.stderr.String())
+	}
+	js, code := withContracts("ops", "show", "op-show", "--store", store, "--json")
+	if code != 0 || !strings.Contains(js.stdout.String(), `"id":"use_current_contract"`) {
+		t.Fatalf("ops show --json (exit %d) lacks the option:\n%s", code, js.stdout.String())
+	}
+	dec, code := withContracts("decide", "op-show", "use_current_contract", "--by", "alice", "--store", store)
+	if code != 0 {
+		t.Fatalf("decide use_current_contract: exit %d\n%s%s", code, dec.stdout.String(), dec.stderr.String())
+	}
+	after, code := withContracts("ops", "show", "op-show", "--store", store)
+	if code != 0 || !strings.HasPrefix(after.stdout.String(), "waiting") || strings.Contains(after.stdout.String(), "[use_current_contract]") {
+		t.Fatalf("ops show after the move (exit %d):\n%s%s", code, after.stdout.String(), after.stderr.String())
+	}
+	assertNoCanary(t, home, w, show, js, dec, after)
+}

@@ -189,10 +189,16 @@ async function main() {
   }
   check("escalated", esc.phase === "escalated" && esc.reason === "request_budget_exhausted" && esc.escalation?.options?.length > 0,
     JSON.stringify(esc));
-  const ext = await ok("request_extension", { operation_id: "ts-stuck", extra_time: "15m", extra_status_requests: 5,
+  const ext = await ok("request_extension", { operation_id: "ts-stuck", extra_time: "30m", extra_status_requests: 5,
     justification: "the export usually takes 20 minutes" });
-  check("request_extension", ext.granted === false && ext.max_status_requests === 1 && ext.message.includes("Nothing was granted"),
-    JSON.stringify(ext));
+  check("request_extension", ext.granted === false && ext.max_status_requests === 1 && ext.message.includes("Nothing was granted") &&
+    ext.message.includes("it awaits that decision now"), JSON.stringify(ext));
+  // The approver is offered the extension as asked: 30m and 5 requests,
+  // within the contract's bounds.
+  const asked = await ok("get_job", { operation_id: "ts-stuck" });
+  const extend = asked.escalation?.options?.find((o) => o.id === "extend");
+  check("extension offered as asked", extend?.extra_time === "30m" && extend?.extra_status_requests === 5 &&
+    extend?.label.startsWith("Extend waiting once by 30 minutes with 5 more status requests"), JSON.stringify(asked.escalation));
   const list = await ok("list_jobs", {});
   check("list_jobs", list.operations.map((o) => o.operation_id).sort().join(",") === [id, "ts-stuck"].sort().join(","),
     JSON.stringify(list));

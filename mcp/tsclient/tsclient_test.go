@@ -183,7 +183,7 @@ func wantChecks() []string {
 		"schemas get_job", "schemas list_jobs", "schemas request_extension", "schemas wait_job", "schemas watch_job",
 		"resources/templates/list", "resources/list",
 		"watch_job", "watch_job resumes", "progress on wait_job", "wait_job", "get_job",
-		"escalated", "request_extension", "list_jobs", "list_jobs phase",
+		"escalated", "request_extension", "extension offered as asked", "list_jobs", "list_jobs phase",
 		"resources/updated", "resources/read",
 		"error watch_job contract,job_id,max_status_requests", "error watch_job contract,job_id", "error watch_job contract",
 		"error get_job operation_id", "error wait_job operation_id,max_wait_seconds", "error list_jobs phase",
