@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -115,14 +114,14 @@ func failure(obs *pollwarden.Observation) string {
 
 // denied reports a 401 or 403: the credential was refused.
 func denied(obs *pollwarden.Observation) bool {
-	return obs.Status == http.StatusUnauthorized || obs.Status == http.StatusForbidden
+	return obs.Status == 401 || obs.Status == 403
 }
 
 // validAnswer is an answer that shows the provider serving under the key:
 // any HTTP answer below 500 but a refusal of the credential and a rate
 // limit (which says nothing of an outage either way).
 func validAnswer(obs *pollwarden.Observation) bool {
-	return obs.Status > 0 && obs.Status < 500 && !denied(obs) && obs.Status != http.StatusTooManyRequests && obs.RateLimitSignal == ""
+	return obs.Status > 0 && obs.Status < 500 && !denied(obs) && obs.Status != 429 && obs.RateLimitSignal == ""
 }
 
 // answerText says what a probe got, for people.
