@@ -162,3 +162,26 @@ const (
 	EventIncidentOpened EventKind = "incident_opened"
 	EventIncidentClosed EventKind = "incident_closed"
 )
+
+// IncidentEffects is what an answer did to its key's incidents
+// (policy.NoteIncident); the save that observed it writes them in its
+// transaction, with the audit event the outbox turns into
+// incident.opened or incident.closed.
+type IncidentEffects struct {
+	// Opened is a new incident's record; Closed the open one's, closed
+	// (ClosedAt, ClosedBy and Probes set; the rest is kept as stored).
+	Opened, Closed *Incident
+	// Probed is set when the answer was the open incident's probe and it
+	// failed.
+	Probed *IncidentProbe
+}
+
+// Any reports whether there is anything to write.
+func (fx IncidentEffects) Any() bool { return fx.Opened != nil || fx.Closed != nil || fx.Probed != nil }
+
+// IncidentProbe is a failed probe's answer, for the incident's record.
+type IncidentProbe struct {
+	ID     string
+	Answer string
+	At     time.Time
+}

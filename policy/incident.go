@@ -82,24 +82,6 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 		Detail: fmt.Sprintf("incident %s: this request is the probe %d; the others wait for its answer", o.ID, next.Open.Probes)}
 }
 
-// IncidentEffects is what an answer did to a key's incidents; the save
-// that observed it writes them in its transaction (the record, and the
-// audit event the outbox turns into incident.opened or incident.closed).
-type IncidentEffects struct {
-	// Opened is a new incident's record; Closed the open one's, closed.
-	Opened, Closed *pollwarden.Incident
-	// Probed is set when the answer was the open incident's probe and it
-	// failed: the record's probe fields, updated.
-	Probed *IncidentProbe
-}
-
-// IncidentProbe is a failed probe's answer, for the incident's record.
-type IncidentProbe struct {
-	ID     string
-	Answer string
-	At     time.Time
-}
-
 // failure names what failed in obs ("" when it is not a failure that
 // counts towards an outage: an answer, or no request).
 func failure(obs *pollwarden.Observation) string {
@@ -138,9 +120,9 @@ func answerText(obs *pollwarden.Observation) string {
 // operation opens an outage; a valid answer forgets them and closes an
 // open outage; a 401 or 403 opens a credential incident at once; a failed
 // probe frees the slot and spaces the next by backoff.
-func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) (pollwarden.IncidentState, IncidentEffects) {
+func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) (pollwarden.IncidentState, pollwarden.IncidentEffects) {
 	next := is.Clone()
-	var fx IncidentEffects
+	var fx pollwarden.IncidentEffects
 	switch {
 	case validAnswer(obs):
 		next.Recent = nil
@@ -165,7 +147,7 @@ func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operat
 			if o.Kind == pollwarden.IncidentOutage && o.ProbeOp == op.ID {
 				o.ProbeOp, o.ProbeUntil = "", time.Time{}
 				o.NextProbeAt = now.Add(max(Delay(c.Backoff, o.Probes, 1), Floor(c), time.Second))
-				fx.Probed = &IncidentProbe{ID: o.ID, Answer: what, At: now}
+				fx.Probed = &pollwarden.IncidentProbe{ID: o.ID, Answer: what, At: now}
 			}
 			break
 		}

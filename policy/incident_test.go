@@ -27,12 +27,12 @@ func failObs(status int) *pollwarden.Observation {
 }
 
 // openOutage fails n distinct operations at one second apart.
-func openOutage(t *testing.T, c *pollwarden.Contract, n int) (pollwarden.IncidentState, []IncidentEffects) {
+func openOutage(t *testing.T, c *pollwarden.Contract, n int) (pollwarden.IncidentState, []pollwarden.IncidentEffects) {
 	t.Helper()
 	var is pollwarden.IncidentState
-	var fxs []IncidentEffects
+	var fxs []pollwarden.IncidentEffects
 	for i := range n {
-		var fx IncidentEffects
+		var fx pollwarden.IncidentEffects
 		is, fx = NoteIncident(is, incKey, opNamed(t, c, fmt.Sprintf("op-%d", i)), c, failObs(503), t0.Add(time.Duration(i)*time.Second))
 		fxs = append(fxs, fx)
 	}
@@ -59,7 +59,7 @@ func TestIncidentOpensOnTheFifthDistinctOperation(t *testing.T) {
 func TestIncidentNeedsDistinctOperationsWithinTheWindow(t *testing.T) {
 	c := testContract()
 	var is pollwarden.IncidentState
-	var fx IncidentEffects
+	var fx pollwarden.IncidentEffects
 	// One operation failing ten times is not an outage.
 	for i := range 10 {
 		is, fx = NoteIncident(is, incKey, opNamed(t, c, "same"), c, failObs(0), t0.Add(time.Duration(i)*time.Second))

@@ -1,0 +1,146 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/pollwarden/pollwarden"
+)
+
+// The incident rows (migration 009): the columns people sort and filter
+// on, and the whole record as JSON.
+const (
+	incidentCols   = "record, closed_at IS NULL"
+	incidentSelect = "SELECT " + incidentCols + " FROM incidents"
+	incidentOrder  = " ORDER BY (closed_at IS NULL) DESC, opened_at DESC, id LIMIT ?"
+	incidentInsert = "INSERT INTO incidents (id, key, kind, opened_at, closed_at, what, since, last_probe, record) " +
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+	incidentUpdate = "UPDATE incidents SET closed_at = ?, last_probe = ?, record = ? WHERE id = ?"
+	// maxIncidentList caps a list without a limit: a page, never "all".
+	maxIncidentList = 500
+)
+
+// scanIncident reads one row of incidentCols.
+func scanIncident(scan func(dest ...any) error) (*pollwarden.Incident, error) {
+	var rec string
+	var open any
+	if err := scan(&rec, &open); err != nil {
+		return nil, err
+	}
+	var inc pollwarden.Incident
+	if err := json.Unmarshal([]byte(rec), &inc); err != nil {
+		return nil, fmt.Errorf("decode incident: %w", err)
+	}
+	return &inc, nil
+}
+
+// IncidentList returns incidents, the open ones first, then newest first.
+func (s *Store) IncidentList(ctx context.Context, p pollwarden.IncidentListParams) ([]*pollwarden.Incident, error) {
+	q := incidentSelect
+	if p.OpenOnly {
+		q += " WHERE closed_at IS NULL"
+	}
+	limit := p.Limit
+	if limit <= 0 || limit > maxIncidentList {
+		limit = maxIncidentList
+	}
+	rows, err := s.d.Reader().Query(ctx, q+incidentOrder, limit)
+	if err != nil {
+		return nil, s.fail(err, "list incidents")
+	}
+	defer rows.Close()
+	var out []*pollwarden.Incident
+	for rows.Next() {
+		inc, err := scanIncident(rows.Scan)
+		if err != nil {
+			return nil, s.fail(err, "list incidents")
+		}
+		out = append(out, inc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err, "list incidents")
+	}
+	return out, nil
+}
+
+// IncidentGet returns one incident, or ErrNotFound.
+func (s *Store) IncidentGet(ctx context.Context, id string) (*pollwarden.Incident, error) {
+	inc, err := s.incidentRead(ctx, s.d.Reader(), id, "")
+	if err != nil {
+		return nil, s.fail(err, "get incident %q", id)
+	}
+	return inc, nil
+}
+
+func (s *Store) incidentRead(ctx context.Context, q Querier, id, lock string) (*pollwarden.Incident, error) {
+	inc, err := scanIncident(q.QueryRow(ctx, incidentSelect+" WHERE id = ?"+lock, id).Scan)
+	if errors.Is(err, ErrNoRows) {
+		return nil, pollwarden.ErrNotFound
+	}
+	return inc, err
+}
+
+// incidentPut writes inc's row as it now stands.
+func incidentPut(ctx context.Context, tx Querier, inc *pollwarden.Incident) error {
+	b, err := json.Marshal(inc)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, incidentUpdate, formatTimePtr(inc.ClosedAt), inc.LastProbe, string(b), inc.ID)
+	return err
+}
+
+// writeIncidents writes what an answer did to its key's incidents
+// (policy.NoteIncident), in the transaction of the save that observed it.
+// A close or a probe of an incident no longer stored open changes nothing.
+func (s *Store) writeIncidents(ctx context.Context, tx Querier, fx pollwarden.IncidentEffects) error {
+	if c := fx.Closed; c != nil {
+		inc, err := s.incidentRead(ctx, tx, c.ID, s.x.ForUpdate)
+		switch {
+		case errors.Is(err, pollwarden.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("close incident %s: %w", c.ID, err)
+		case inc.Open():
+			inc.ClosedAt, inc.ClosedBy = c.ClosedAt, c.ClosedBy
+			inc.Probes = max(inc.Probes, c.Probes)
+			if c.LastProbe != "" {
+				inc.LastProbe, inc.LastProbeAt = c.LastProbe, c.LastProbeAt
+			}
+			if err := incidentPut(ctx, tx, inc); err != nil {
+				return fmt.Errorf("close incident %s: %w", c.ID, err)
+			}
+		}
+	}
+	if o := fx.Opened; o != nil {
+		if err := checkTime("incident opening", o.OpenedAt); err != nil {
+			return fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err)
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, incidentInsert, o.ID, o.Key, string(o.Kind), FormatTime(o.OpenedAt), nil,
+			o.What, FormatTime(o.Since), o.LastProbe, string(b))
+		if err != nil {
+			return fmt.Errorf("open incident %s: %w", o.ID, err)
+		}
+	}
+	if p := fx.Probed; p != nil {
+		inc, err := s.incidentRead(ctx, tx, p.ID, s.x.ForUpdate)
+		switch {
+		case errors.Is(err, pollwarden.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("probe of incident %s: %w", p.ID, err)
+		case inc.Open():
+			at := p.At
+			inc.Probes++
+			inc.LastProbe, inc.LastProbeAt = p.Answer, &at
+			if err := incidentPut(ctx, tx, inc); err != nil {
+				return fmt.Errorf("probe of incident %s: %w", p.ID, err)
+			}
+		}
+	}
+	return nil
+}
