@@ -134,8 +134,14 @@ type IncidentListParams struct {
 type IncidentDecideParams struct {
 	ID       string
 	Decision DecisionRecord
+	// ClosedBy says, for people, what the decision did.
+	ClosedBy string
 	Now      time.Time
-	Events   []Event
+	// Events are appended to operation OperationID in the same
+	// transaction (the incident_closed event the outbox announces); none
+	// when OperationID is empty.
+	OperationID string
+	Events      []Event
 }
 
 // IncidentKeeper is the store's part for incidents: the records, read by
@@ -150,10 +156,6 @@ type IncidentKeeper interface {
 	// ErrNotFound for an unknown id and ErrConflict when it is closed.
 	IncidentDecide(ctx context.Context, p IncidentDecideParams) (*Incident, error)
 }
-
-// DelayProviderIncident: an open incident under the operation's quota key
-// held its request (policy.GrantIncident); no budget was spent.
-const DelayProviderIncident DelaySource = "provider_incident"
 
 // The audit events of an incident, appended to the operation whose
 // answer opened or closed it (or that a decision on it applied to): the

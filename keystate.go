@@ -79,10 +79,6 @@ type KeyOwnerCount struct {
 	Count int    `json:"count"`
 }
 
-// IncidentState is the key's provider incident (SPEC "Provider
-// incidents"): empty while none is open. Its fields belong to the
-// incident rules; the quota rules only carry it.
-type IncidentState struct{}
 
 // KeyGrant is the answer to one credentialed request under a key: OK
 // when it may go; otherwise it waits until Until, for the reason Source

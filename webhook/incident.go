@@ -35,13 +35,9 @@ func incidentEvent(ev pollwarden.Event, data pollwarden.EventData) (event, bool)
 // incidentOf reads the incident an event names, as a webhook shows it:
 // the refused credential's fingerprint is left out (the key names the
 // reference; the fingerprint is the store's business). ok is false when
-// the store keeps no incidents or no longer has it.
+// the store no longer has it.
 func (d *Dispatcher) incidentOf(ctx context.Context, id string) (*pollwarden.Incident, bool, error) {
-	k, ok := d.store.(pollwarden.IncidentKeeper)
-	if !ok {
-		return nil, false, nil
-	}
-	inc, err := k.IncidentGet(ctx, id)
+	inc, err := d.store.IncidentGet(ctx, id)
 	if errors.Is(err, pollwarden.ErrNotFound) {
 		return nil, false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 )
@@ -143,4 +144,96 @@ func (s *Store) writeIncidents(ctx context.Context, tx Querier, fx pollwarden.In
 		}
 	}
 	return nil
+}
+
+// IncidentDecide closes the open incident p.ID with an approver's
+// decision, clears it from its key's row and appends p.Events to
+// operation p.OperationID, in one transaction. Rows are locked in the
+// order every save takes them (operation, key, incident), so a decision
+// and a save under the same key cannot deadlock.
+func (s *Store) IncidentDecide(ctx context.Context, p pollwarden.IncidentDecideParams) (*pollwarden.Incident, error) {
+	var evs []pollwarden.Event
+	if p.OperationID != "" && len(p.Events) > 0 {
+		var err error
+		if evs, err = prepareEvents(s.sealer, p.OperationID, p.Events); err != nil {
+			return nil, s.fail(err, "decide incident %q", p.ID)
+		}
+	}
+	if err := checkTime("incident decision", p.Now); err != nil {
+		return nil, s.fail(fmt.Errorf("%w: %v", pollwarden.ErrInvalid, err), "decide incident %q", p.ID)
+	}
+	var out *pollwarden.Incident
+	err := s.d.Write(ctx, func(tx Querier) error {
+		var cs Chain
+		if len(evs) > 0 {
+			if err := scanOpRow(ctx, tx, "SELECT "+seqCol+" FROM operations WHERE id = ?"+s.x.ForUpdate, p.OperationID, &cs.Seq); err != nil {
+				return err
+			}
+		}
+		inc, err := s.incidentRead(ctx, tx, p.ID, "")
+		if err != nil {
+			return err
+		}
+		if err := s.clearKeyIncident(ctx, tx, inc.Key, p.ID, p.Now); err != nil {
+			return err
+		}
+		if inc, err = s.incidentRead(ctx, tx, p.ID, s.x.ForUpdate); err != nil {
+			return err
+		}
+		if !inc.Open() {
+			return fmt.Errorf("%w: incident %s was closed at %s (%s)", pollwarden.ErrConflict, inc.ID,
+				inc.ClosedAt.UTC().Format("2006-01-02 15:04:05 UTC"), inc.ClosedBy)
+		}
+		at, d := p.Now, p.Decision
+		inc.ClosedAt, inc.ClosedBy, inc.Decision = &at, p.ClosedBy, &d
+		if err := incidentPut(ctx, tx, inc); err != nil {
+			return err
+		}
+		if len(evs) > 0 {
+			if !s.x.HeadRow {
+				if err := tx.QueryRow(ctx, "SELECT "+headCols).Scan(&cs.Pos, &cs.Hash); err != nil {
+					return err
+				}
+			}
+			if err := s.appendEvents(ctx, tx, p.OperationID, cs, evs); err != nil {
+				return err
+			}
+		}
+		out = inc
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(err, "decide incident %q", p.ID)
+	}
+	publishEvents(p.Events, evs)
+	return out, nil
+}
+
+// clearKeyIncident removes incident id from key's row, if it is the
+// row's open incident, so the key's operations are granted again.
+func (s *Store) clearKeyIncident(ctx context.Context, tx Querier, key, id string, now time.Time) error {
+	var version int64
+	var state string
+	err := tx.QueryRow(ctx, keyRead+s.x.ForUpdate, key).Scan(&version, &state)
+	if errors.Is(err, ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ks, err := decodeKey(version, state)
+	if err != nil {
+		return err
+	}
+	if ks.Incident.Open == nil || ks.Incident.Open.ID != id {
+		return nil
+	}
+	ks.Incident.Open = nil
+	ks.UpdatedAt = now
+	st, err := keyWrite(ks, version)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, st.SQL, st.Args...)
+	return err
 }
