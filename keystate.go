@@ -79,7 +79,6 @@ type KeyOwnerCount struct {
 	Count int    `json:"count"`
 }
 
-
 // KeyGrant is the answer to one credentialed request under a key: OK
 // when it may go; otherwise it waits until Until, for the reason Source
 // (DelaySharedQuota, DelayProviderIncident) that Detail explains.
