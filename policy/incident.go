@@ -216,7 +216,7 @@ func ResumeAfterIncident(op *pollwarden.Operation, c *pollwarden.Contract, now t
 		return GateResult{}, false
 	}
 	next := op.Clone()
-	next.NextPollAt, next.NextPollSpread, next.NextPollSource = at, true, pollwarden.DelayLocalBackoff
+	next.NextPollAt, next.NextPollSpread, next.NextPollSource, next.HeldBy = at, true, pollwarden.DelayLocalBackoff, ""
 	t := at
 	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: next.NextPollSource,
@@ -231,7 +231,7 @@ func ResumeAfterIncident(op *pollwarden.Operation, c *pollwarden.Contract, now t
 // spent.
 func HoldForIncident(op *pollwarden.Operation, g IncidentGrant, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
-	next.NextPollAt, next.NextPollSource, next.NextPollSpread = g.Until, pollwarden.DelayProviderIncident, false
+	next.NextPollAt, next.NextPollSource, next.NextPollSpread, next.HeldBy = g.Until, pollwarden.DelayProviderIncident, false, g.Incident
 	t := g.Until
 	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
 		NextPollAt: &t, DelaySource: next.NextPollSource, Incident: g.Incident,
