@@ -94,6 +94,10 @@ type IncidentFailure struct {
 type IncidentState struct {
 	Recent []IncidentFailure `json:"recent,omitempty"`
 	Open   *OpenIncident     `json:"open,omitempty"`
+	// Effects is what the answer just noted did (policy.KeyNote), for the
+	// store to write with the row in the same transaction: the incident
+	// records and their audit events. Never stored, never cloned.
+	Effects *IncidentEffects `json:"-"`
 }
 
 // OpenIncident is what the key's row keeps of its open incident: enough
@@ -186,4 +190,20 @@ type IncidentProbe struct {
 	ID     string
 	Answer string
 	At     time.Time
+}
+
+// IncidentEvents are the audit events of what an answer to op did to its
+// key's incidents, appended with the save that observed it: the outbox
+// turns them into incident.opened and incident.closed.
+func IncidentEvents(op *Operation, fx IncidentEffects, now time.Time) []Event {
+	var evs []Event
+	if c := fx.Closed; c != nil {
+		evs = append(evs, Event{OperationID: op.ID, At: now, Kind: EventIncidentClosed,
+			Data: EventData{Incident: c.ID, Detail: c.ClosedBy}})
+	}
+	if o := fx.Opened; o != nil {
+		evs = append(evs, Event{OperationID: op.ID, At: now, Kind: EventIncidentOpened,
+			Data: EventData{Incident: o.ID, Detail: "incident " + o.ID + " (" + string(o.Kind) + ") opened under " + o.Key + ": " + o.What}})
+	}
+	return evs
 }

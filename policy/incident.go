@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -128,6 +129,9 @@ func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operat
 		next.Recent = nil
 		if o := next.Open; o != nil && o.Kind == pollwarden.IncidentOutage {
 			fx.Closed = closing(o, key, now, fmt.Sprintf("operation %s got %s: the provider answers again", op.ID, answerText(obs)))
+			fx.Closed.LastProbe = answerText(obs)
+			at := now
+			fx.Closed.LastProbeAt = &at
 			next.Open = nil
 		}
 	case denied(obs):
@@ -238,4 +242,44 @@ func HoldForIncident(op *pollwarden.Operation, g IncidentGrant, now time.Time) (
 		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests, Detail: g.Detail,
 	})
 	return next, []pollwarden.Event{ev}
+}
+
+// keyIncident is the incident's check in front of the quota (KeyGrant):
+// while an incident is open under the key, a request it holds never
+// reaches the quota; the probe it lets go is then the quota's to grant,
+// and takes the probe slot only if the quota grants it.
+func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+	is, g := GrantIncident(ks.Incident, op, c, now)
+	if !g.Send {
+		return nil, pollwarden.KeyGrant{Until: g.Until, Source: pollwarden.DelayProviderIncident, Detail: g.Detail, Incident: g.Incident}
+	}
+	without := cloneKey(ks)
+	without.Incident = pollwarden.IncidentState{}
+	next, qg := KeyGrant(without, op, c, now)
+	if next == nil {
+		next = without
+	}
+	if !qg.OK {
+		next.Incident = ks.Incident.Clone()
+		return next, qg
+	}
+	next.Incident, next.UpdatedAt = is, now
+	qg.Incident = g.Incident
+	return next, qg
+}
+
+// noteKeyIncident applies an answer to the key's incident state
+// (NoteIncident) in KeyNote; it reports whether the row changed, and
+// leaves what to write with it in ks.Incident.Effects.
+func noteKeyIncident(ks *pollwarden.KeyState, eff *pollwarden.KeyEffects, op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) bool {
+	is, fx := NoteIncident(ks.Incident, ks.Key, op, c, obs, now)
+	if !fx.Any() && reflect.DeepEqual(is.Recent, ks.Incident.Recent) && reflect.DeepEqual(is.Open, ks.Incident.Open) {
+		return false
+	}
+	if fx.Any() {
+		eff.Incident = fx
+		is.Effects = &fx
+	}
+	ks.Incident = is
+	return true
 }

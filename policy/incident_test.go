@@ -241,3 +241,42 @@ func TestIncidentNeverTwoProbes(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyGrantHoldsForAnOpenIncident: the incident's check stands in
+// front of the quota: a held request is answered provider_incident with
+// the incident's id; the probe then takes the slot only when the quota
+// grants it too.
+func TestKeyGrantHoldsForAnOpenIncident(t *testing.T) {
+	c := testContract()
+	ks := pollwarden.NewKeyState(incKey)
+	var fxs []pollwarden.IncidentEffects
+	for i := range 5 {
+		next, eff := KeyNote(ks, opNamed(t, c, fmt.Sprintf("op-%d", i)), c, pollwarden.Observation{Status: 503}, t0)
+		if next != nil {
+			ks = next
+		}
+		fxs = append(fxs, eff.Incident)
+	}
+	if fxs[4].Opened == nil || ks.Incident.Open == nil || ks.Incident.Effects == nil || ks.Incident.Effects.Opened == nil {
+		t.Fatalf("KeyNote left no opened incident to write: %+v %+v", fxs[4], ks.Incident)
+	}
+	id := ks.Incident.Open.ID
+	_, g := KeyGrant(ks, opNamed(t, c, "b"), c, t0.Add(time.Second))
+	if g.OK || g.Source != pollwarden.DelayProviderIncident || g.Incident != id {
+		t.Fatalf("a request under an open incident: %+v", g)
+	}
+	at := ks.Incident.Open.NextProbeAt
+	probed, g := KeyGrant(ks, opNamed(t, c, "a"), c, at)
+	if !g.OK || probed == nil || probed.Incident.Open.ProbeOp != "a" {
+		t.Fatalf("the probe: %+v, row %+v", g, probed)
+	}
+	// The quota holds the probe: the slot stays free.
+	q := testContract()
+	q.Quota = &pollwarden.QuotaSpec{Requests: 1, Per: time.Hour}
+	ks2 := *ks
+	ks2.Next = at.Add(time.Hour)
+	held, g := KeyGrant(&ks2, opNamed(t, q, "a"), q, at)
+	if g.OK || g.Source == pollwarden.DelayProviderIncident || (held != nil && held.Incident.Open.ProbeOp != "") {
+		t.Fatalf("a probe the quota holds: %+v, row %+v", g, held)
+	}
+}
