@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -87,4 +88,23 @@ func quotaRejections(op *pollwarden.Operation, ct *pollwarden.Contract, obs *pol
 			Data: pollwarden.EventData{Hint: why}})
 	}
 	return evs
+}
+
+// MaxQuotaWait is how long a cancel or a result fetch, asked for by a
+// person or an agent who is waiting for the answer, waits for its key to
+// free a slot; a longer hold answers pollwarden.ErrQuotaHeld instead, with
+// nothing sent or recorded.
+const MaxQuotaWait = 30 * time.Second
+
+// waitQuota waits, on the controller's clock, for the slot a held
+// request was told of, or refuses with ErrQuotaHeld when it is further
+// than MaxQuotaWait.
+func (c *Controller) waitQuota(ctx context.Context, h *quotaHeld, what string) error {
+	now := c.clock.Now()
+	d := h.grant.Until.Sub(now)
+	if d > MaxQuotaWait {
+		return fmt.Errorf("%w: %s until %s (%s); nothing was sent or recorded; ask again then",
+			pollwarden.ErrQuotaHeld, what, h.grant.Until.UTC().Format(time.RFC3339), h.grant.Detail)
+	}
+	return c.clock.Sleep(ctx, max(d, 0))
 }

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +129,57 @@ func storyOf(t *testing.T, r *rig, id string) string {
 		t.Fatal(err)
 	}
 	return strings.Join(audit.Story(evs, time.UTC), "\n")
+}
+
+// A cancel carries the credential: held by the shared quota for longer
+// than MaxQuotaWait, it is refused (ErrQuotaHeld) with nothing sent or
+// recorded; within it, it waits for its slot and goes.
+func TestCancelTakesFromTheSharedQuota(t *testing.T) {
+	r := newRig(t, "cancel: {url: \"BASE/jobs/{job_id}/cancel\"}\nquota: {requests: 2, per: 2m}\n") // one each minute
+	r.srv.Script("j1", fp.State("running", nil))
+	r.submit("op1", "j1", policy.NewParams{})
+	r.submit("op2", "j2", policy.NewParams{})
+	ctx := context.Background()
+	if res, err := r.ctl.Step(ctx, r.ex, "op1"); err != nil || !res.Sent {
+		t.Fatalf("step: %+v, %v", res, err)
+	}
+	_, err := r.ctl.Cancel(ctx, r.ex, "op2", policy.DecisionParams{Actor: approver})
+	if !errors.Is(err, pollwarden.ErrQuotaHeld) || !strings.Contains(err.Error(), "env:CTL_TOKEN") {
+		t.Fatalf("cancel a minute before a slot frees: %v; want ErrQuotaHeld naming the key", err)
+	}
+	if op, _ := r.store.OperationGet(ctx, "op2"); op.Cancel != nil || r.srv.Cancels("j2") != 0 {
+		t.Fatalf("a held cancel was recorded or sent: %+v, %d sent", op.Cancel, r.srv.Cancels("j2"))
+	}
+	r.clock.Advance(40 * time.Second) // the slot is 20 s away: the cancel waits for it
+	op, err := r.ctl.Cancel(ctx, r.ex, "op2", policy.DecisionParams{Actor: approver})
+	if err != nil || op.Cancel == nil || r.srv.Cancels("j2") != 1 {
+		t.Fatalf("cancel within the wait: %v, %+v, %d sent", err, op, r.srv.Cancels("j2"))
+	}
+	if ks, _ := r.store.KeyGet(ctx, "env:CTL_TOKEN"); ks.WindowUsed != 2 {
+		t.Errorf("the cancel was not counted: %+v", ks)
+	}
+}
+
+// A submission carries the credential: one the shared quota holds
+// records nothing and is sent once its slot frees, never before.
+func TestSubmitWaitsForTheSharedQuota(t *testing.T) {
+	r := newSubmitRig(t, false, "}\nquota: {requests: 2, per: 1m") // one each 30 s
+	r.script = []func(http.ResponseWriter, *http.Request){
+		answer(202, r.srv.URL+"/jobs/j1", `{"id":"j1"}`), answer(202, r.srv.URL+"/jobs/j2", `{"id":"j2"}`)}
+	ctx := context.Background()
+	clock := r.ctl.clock
+	start := clock.Now()
+	if _, err := r.ctl.SubmitJob(ctx, r.ex, policy.NewParams{ID: "op-1"}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	op, err := r.ctl.SubmitJob(ctx, r.ex, policy.NewParams{ID: "op-2"}, []byte(`{}`))
+	if err != nil || op.ProviderJobID != "j2" {
+		t.Fatalf("second submission: %+v, %v", op, err)
+	}
+	if waited := clock.Now().Sub(start); waited < 30*time.Second {
+		t.Fatalf("the second submission went %s after the first; the quota allows one each 30s", waited)
+	}
+	if len(r.keys) != 2 {
+		t.Fatalf("%d submissions reached the provider, want 2", len(r.keys))
+	}
 }
