@@ -61,7 +61,7 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 		if o.Kind == pollwarden.IncidentOutage && o.NextProbeAt.After(now) && o.NextProbeAt.Before(until) && o.ProbeOp == "" {
 			until = o.NextProbeAt
 		}
-		if until.After(op.DeadlineAt) {
+		if op.Phase.Polling() && until.After(op.DeadlineAt) {
 			until = op.DeadlineAt
 		}
 		return is, IncidentGrant{Until: until, Detail: why, Incident: o.ID}
@@ -71,6 +71,11 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 	}
 	slotTaken := o.ProbeOp != "" && now.Before(o.ProbeUntil) && o.ProbeOp != op.ID
 	switch {
+	case !op.Phase.Polling():
+		// A submission or a result fetch is no status request: its
+		// answer would not tell the incident whether the provider is
+		// back, so it never takes the probe's slot.
+		return hold(fmt.Sprintf("incident %s: the provider is failing; only a status request probes it", o.ID))
 	case slotTaken:
 		return hold(fmt.Sprintf("incident %s: the provider is failing; operation %s is probing it, this one waits", o.ID, o.ProbeOp))
 	case now.Before(o.NextProbeAt):
