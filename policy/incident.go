@@ -281,3 +281,18 @@ func noteKeyIncident(ks *pollwarden.KeyState, eff *pollwarden.KeyEffects, op *po
 	ks.Incident = is
 	return true
 }
+
+// IncidentTaught reports whether an answer counts for the incident rule
+// whatever the key's row holds: a failure (transport or 5xx) or a refused
+// credential (KeyTaught includes it). A valid answer counts only where
+// IncidentWatching: the saves of a key with nothing to forget need not
+// read its row.
+func IncidentTaught(obs *pollwarden.Observation) bool {
+	return failure(obs) != "" || denied(obs)
+}
+
+// IncidentWatching reports whether the key's row has recent failures or
+// an open incident, which a valid answer would forget or close.
+func IncidentWatching(ks *pollwarden.KeyState) bool {
+	return ks.Incident.Open != nil || len(ks.Incident.Recent) > 0
+}
