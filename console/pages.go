@@ -77,7 +77,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusUnprocessableEntity
 	}
 	c.render(w, r, status, "queue", map[string]any{
-		"Viewer": v, "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
+		"Viewer": v, "Incidents": c.openIncidents(r, v), "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
 		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
 		"Contracts": c.ops.Contracts().Names(), "Events": "/ui/events",
 	})
@@ -196,7 +196,7 @@ func refusal(err error) (int, string) {
 		return http.StatusInternalServerError, "The decision could not be saved; see the daemon's log. Nothing was decided."
 	}
 	switch p.Kind {
-	case operations.Invalid:
+	case operations.Invalid, operations.Unknown:
 		return http.StatusUnprocessableEntity, "Refused: " + p.Error()
 	case operations.Forbidden:
 		return http.StatusForbidden, "Refused: " + p.Error()

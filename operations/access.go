@@ -27,6 +27,10 @@ const (
 	ActionRaise Action = "raise"
 	// ActionAudit reads the store's hash chain head and verifies it.
 	ActionAudit Action = "audit"
+	// ActionIncidents reads the provider incidents; ActionDecideIncident
+	// answers one, for every operation it holds.
+	ActionIncidents      Action = "incidents"
+	ActionDecideIncident Action = "decide-incident"
 )
 
 // May reports whether c may do a to op, choosing option (ActionDecide
@@ -66,6 +70,14 @@ func (c Caller) May(a Action, op *pollwarden.Operation, option string) error {
 			return nil
 		}
 		return refuse(Forbidden, "", "only an approver may raise a contract's limits")
+	case ActionIncidents, ActionDecideIncident:
+		// An incident spans every operation under a credential, whoever
+		// owns them: an approver's view (and the store file's holder's,
+		// who could read it whole) and an approver's decision.
+		if approver || (a == ActionIncidents && c.Local) {
+			return nil
+		}
+		return refuse(Forbidden, "", "%s has the %s role: provider incidents are for approvers", c.Name, c.Role)
 	case ActionAudit:
 		if c.Local || c.Role == pollwarden.RoleAdmin {
 			return nil

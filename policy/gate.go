@@ -170,7 +170,7 @@ func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now tim
 func CountRequest(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	next.StatusRequestsUsed++
-	next.NextPollSpread = false
+	next.NextPollSpread, next.HeldBy = false, ""
 	if c.Status.EachCallNeedsApproval() {
 		next.ApprovedCalls--
 	}

@@ -45,6 +45,7 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 	if facts.RateLimited {
 		changed = hold(next, &eff, now.Add(facts.HoldFor), facts.HoldWhy) || changed
 	}
+	changed = noteKeyIncident(next, &eff, op, c, &obs, now) || changed
 	if !changed {
 		return nil, eff
 	}
@@ -58,7 +59,8 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 // A rule that makes KeyNote learn from other answers must widen it too.
 func KeyTaught(c *pollwarden.Contract, obs pollwarden.Observation) bool {
 	return obs.Status == statusTooManyRequests || obs.RateLimitSignal != "" ||
-		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining
+		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining ||
+		IncidentTaught(&obs)
 }
 
 // hold holds the key until until, unless it is already held longer.
