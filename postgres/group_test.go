@@ -148,3 +148,102 @@ func TestClaimPassesARowAnotherWriterHolds(t *testing.T) {
 		t.Fatalf("claim of a missing operation: %v, want ErrNotFound", err)
 	}
 }
+
+// TestGroupedRecordsInOneUpdate: a group's records are written by one
+// UPDATE of arrays per form (a save, a save that frees the lease, a claim,
+// each with or without a changed indexed column); every kind, a NULL and a
+// set finished_at, a new phase, must land as if written one by one, and
+// no group may fail as a whole (its writes would then run again alone and
+// hide the fault).
+func TestGroupedRecordsInOneUpdate(t *testing.T) {
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, testURL(t), postgres.Options{Schema: freshSchema(t), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	reserve := func(o *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+		o.StatusRequestsUsed++
+		return o, []pollwarden.Event{{At: now, Kind: pollwarden.EventRequestSent}}
+	}
+	const n = 30
+	for round := 0; ; round++ {
+		ops := make([]*pollwarden.Operation, n)
+		leases := make([]*pollwarden.Lease, n)
+		for i := range ops {
+			ops[i] = newOp(fmt.Sprintf("a%d-%d", round, i), now)
+			if err := s.OperationCreate(ctx, ops[i], nil); err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 2 {
+				continue
+			}
+			op, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: ops[i].ID, Owner: "a", Now: now, TTL: time.Minute, Change: reserve})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops[i], leases[i] = op, l
+		}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range ops {
+			wg.Go(func() {
+				<-start
+				next := ops[i].Clone()
+				ev := []pollwarden.Event{{At: now, Kind: pollwarden.EventRequestSent}}
+				switch i % 3 {
+				case 0: // a save that keeps the lease, no indexed column changed
+					next.CompletedPolls++
+					errs[i] = s.OperationSave(ctx, pollwarden.SaveParams{Op: next, Now: now, Lease: leases[i], Events: ev})
+				case 1: // the end: a new phase, finished_at set, the lease freed
+					next.Phase, next.FinishedAt = pollwarden.PhaseSucceeded, &now
+					errs[i] = s.OperationSave(ctx, pollwarden.SaveParams{Op: next, Now: now, Lease: leases[i], Release: true, Events: ev})
+				case 2:
+					_, leases[i], errs[i] = s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: next.ID, Owner: "b", Now: now, TTL: time.Minute, Change: reserve})
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, op := range ops {
+			if errs[i] != nil {
+				t.Fatalf("round %d: write %d of %s: %v", round, i%3, op.ID, errs[i])
+			}
+			got, err := s.OperationGet(ctx, op.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch i % 3 {
+			case 0:
+				if got.Version != 3 || got.CompletedPolls != 1 || got.Phase != pollwarden.PhaseWaiting || got.FinishedAt != nil {
+					t.Fatalf("round %d: saved %s: %+v", round, op.ID, got)
+				}
+			case 1:
+				if got.Version != 3 || got.Phase != pollwarden.PhaseSucceeded || got.FinishedAt == nil || !got.FinishedAt.Equal(now) {
+					t.Fatalf("round %d: ended %s: %+v", round, op.ID, got)
+				}
+				if _, l, err := s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: op.ID, Owner: "c", Now: now, TTL: time.Minute,
+					Change: func(o *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) { return nil, nil }}); err != nil || l != nil {
+					t.Fatalf("round %d: the released lease of %s: %v, %v", round, op.ID, l, err)
+				}
+			case 2:
+				if got.Version != 2 || got.StatusRequestsUsed != 1 || leases[i] == nil || leases[i].Owner != "b" || leases[i].Epoch != 1 {
+					t.Fatalf("round %d: claimed %s: %+v, lease %+v", round, op.ID, got, leases[i])
+				}
+			}
+		}
+		verifyChain(t, s)
+		if b := s.BrokenGroups(); b != 0 {
+			t.Fatalf("round %d: %d groups failed as a whole", round, b)
+		}
+		if groups, writes := s.WriteGroups(); groups > 0 && writes > 2*groups {
+			t.Logf("%d rounds; %d groups held %d writes", round+1, groups, writes)
+			return
+		}
+		if round == 20 {
+			t.Fatal("few writes were ever committed together: the grouped path was not exercised")
+		}
+	}
+}

@@ -131,6 +131,9 @@ type Syntax struct {
 	// runs while the chain head is held, and each statement costs the
 	// server more than the rows it inserts.
 	EventArrays bool
+	// ArrayUpdates: a group's records are one UPDATE … FROM unnest(arrays)
+	// per form (PostgreSQL), not one UPDATE per write (see mergeArrays).
+	ArrayUpdates bool
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string
