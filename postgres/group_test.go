@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,8 +150,9 @@ func TestClaimPassesARowAnotherWriterHolds(t *testing.T) {
 	}
 }
 
-// TestGroupedRecordsInOneUpdate: a group's records are written by one
-// UPDATE of arrays per form (a save, a save that frees the lease, a claim,
+// TestGroupedRecordsInOneUpdate: a group's saves read their rows in one
+// statement (a missing one refused alone) and its records are written by
+// one UPDATE of arrays per form (a save, a save that frees the lease, a claim,
 // each with or without a changed indexed column); every kind, a NULL and a
 // set finished_at, a new phase, must land as if written one by one, and
 // no group may fail as a whole (its writes would then run again alone and
@@ -205,8 +207,18 @@ func TestGroupedRecordsInOneUpdate(t *testing.T) {
 				}
 			})
 		}
+		var missing error
+		wg.Go(func() { // a save of no row, read in the same group: refused alone
+			<-start
+			gone := newOp(fmt.Sprintf("a%d-missing", round), now)
+			gone.Version = 1
+			missing = s.OperationSave(ctx, pollwarden.SaveParams{Op: gone, Now: now})
+		})
 		close(start)
 		wg.Wait()
+		if !errors.Is(missing, pollwarden.ErrNotFound) {
+			t.Fatalf("round %d: save of a missing operation: %v, want ErrNotFound", round, missing)
+		}
 		for i, op := range ops {
 			if errs[i] != nil {
 				t.Fatalf("round %d: write %d of %s: %v", round, i%3, op.ID, errs[i])
@@ -245,5 +257,78 @@ func TestGroupedRecordsInOneUpdate(t *testing.T) {
 		if round == 20 {
 			t.Fatal("few writes were ever committed together: the grouped path was not exercised")
 		}
+	}
+}
+
+// TestGroupedSaveReadWaitsForTheRowLock: a save's read, one statement for
+// a group's saves, locks each row: a save of a row another transaction
+// holds waits for its commit and then checks what it committed (here a
+// new version: a conflict), never what was there before.
+func TestGroupedSaveReadWaitsForTheRowLock(t *testing.T) {
+	ctx := t.Context()
+	schema := freshSchema(t)
+	s := openIn(t, schema, postgres.Options{})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	op := newOp("locked", now)
+	if err := s.OperationCreate(ctx, op, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "UPDATE "+schema+".operations SET version = version + 1 WHERE id = 'locked'"); err != nil {
+		t.Fatal(err)
+	}
+	var xid string
+	if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		next := op.Clone()
+		next.CompletedPolls++
+		done <- s.OperationSave(ctx, pollwarden.SaveParams{Op: next, Now: now})
+	}()
+	watch, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	// Wait for a backend to queue on this transaction, and see where.
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the save returned (%v) while another transaction held its row", err)
+		default:
+		}
+		var queries []string
+		rows, err := watch.Query(ctx, "SELECT a.query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "+
+			"WHERE NOT l.granted AND l.locktype = 'transactionid' AND l.transactionid::text = $1", xid)
+		if err == nil {
+			queries, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(queries) == 0 {
+			continue
+		}
+		if !strings.Contains(queries[0], "FOR UPDATE") {
+			t.Fatalf("the save queued on the row in %q, not in its locking read", queries[0])
+		}
+		break
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, pollwarden.ErrConflict) {
+		t.Fatalf("save after the other transaction committed a new version: %v, want ErrConflict", err)
 	}
 }

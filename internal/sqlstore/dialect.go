@@ -100,6 +100,13 @@ type LockedRead struct {
 	NoClock bool
 	Found   bool
 	Now     time.Time
+	// Each makes this a read of many rows (one per write of a group, see
+	// Syntax.HeadRow's group reads): it is called with each row in turn,
+	// Dest is unused, and Nows[i] receives the lease clock for the write
+	// whose caller's time is Callers[i] (as Now does for Caller).
+	Each    func(Row) error
+	Callers []time.Time
+	Nows    []time.Time
 }
 
 // Syntax is where the dialects' SQL differs.

@@ -277,14 +277,14 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 		return s.runGroupLocal(ctx, tx, batch)
 	}
 	errs := make([]error, len(batch))
-	reads := make([]LockedRead, 0, len(batch))
 	live := make([]int, 0, len(batch))
 	for i, w := range batch {
 		if errs[i] = w.ctx.Err(); errs[i] == nil {
-			reads = append(reads, w.w.read())
 			live = append(live, i)
 		}
 	}
+	found := make([]bool, len(batch))
+	reads, at, row := s.groupedReads(batch, live, found)
 	if err := s.readMany(ctx, tx, reads); err != nil {
 		return nil, err
 	}
@@ -292,7 +292,12 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 	var appends []queuedAppend
 	for k, i := range live {
 		w := batch[i].w
-		st, evs, err := w.decide(ctx, tx, reads[k].Found, reads[k].Now)
+		r := &reads[at[k]]
+		ok, now := r.Found, r.Now
+		if row[k] >= 0 {
+			ok, now = found[i], r.Nows[row[k]]
+		}
+		st, evs, err := w.decide(ctx, tx, ok, now)
 		if err != nil {
 			if !isCheck(err) {
 				return nil, err
@@ -398,6 +403,20 @@ func (s *Store) readMany(ctx context.Context, tx Querier, reads []LockedRead) er
 	}
 	for i := range reads {
 		r := &reads[i]
+		if r.Each != nil {
+			if err := readEach(ctx, tx, r); err != nil {
+				return err
+			}
+			r.Found = true
+			for n, c := range r.Callers {
+				now, err := s.d.LeaseNow(ctx, tx, c)
+				if err != nil {
+					return err
+				}
+				r.Nows[n] = now
+			}
+			continue
+		}
 		if r.Dest == nil {
 			if _, err := tx.Exec(ctx, r.SQL, r.Args...); err != nil {
 				return err
