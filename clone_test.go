@@ -55,3 +55,25 @@ func TestCloneSharesNothing(t *testing.T) {
 		t.Fatalf("changing the clone changed its record:\n%s\nwas\n%s", got, keep)
 	}
 }
+
+// TestCloneNextSharesOnlyTheMaps: CloneNext is Clone but for Vars and
+// ContractDigest, which it shares with its record (a step never changes
+// them in place); everything else a clone points to is its own.
+func TestCloneNextSharesOnlyTheMaps(t *testing.T) {
+	at := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	op := &Operation{ID: "op", ExpectedTerminal: []string{"done"}, Vars: map[string]string{"region": "eu"},
+		LastHTTPAt: &at, ContractDigest: map[string]string{"status": "abc"}}
+	c := op.CloneNext()
+	if !reflect.DeepEqual(c, op) {
+		t.Fatalf("the clone differs from its record:\n%+v\n%+v", c, op)
+	}
+	c.ExpectedTerminal[0] = "x"
+	*c.LastHTTPAt = at.Add(time.Hour)
+	if op.ExpectedTerminal[0] != "done" || !op.LastHTTPAt.Equal(at) {
+		t.Fatalf("changing the clone changed its record: %+v", op)
+	}
+	c.Vars["region"] = "us"
+	if op.Vars["region"] != "us" {
+		t.Fatal("CloneNext copied Vars: a decision pays for a map it never changes")
+	}
+}

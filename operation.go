@@ -230,13 +230,23 @@ type Operation struct {
 // Clone returns a deep copy, so a decision can build the next record
 // without touching the one it was given.
 func (o *Operation) Clone() *Operation {
+	c := o.CloneNext()
+	c.Vars = maps.Clone(o.Vars)
+	c.ContractDigest = maps.Clone(o.ContractDigest)
+	return c
+}
+
+// CloneNext is Clone sharing the two maps, Vars and ContractDigest, with o:
+// for the decision of a step, which builds the next record from o and
+// never changes either map in place (a change of contract replaces the
+// digest whole). Copying them was most of a decision's allocations.
+func (o *Operation) CloneNext() *Operation {
 	// The copy and its optional times and limits share one allocation:
 	// Decide clones a record for every answer, and this keeps a clone to a
 	// few allocations however many of those fields are set.
 	b := &cloneBlock{op: *o}
 	c := &b.op
 	c.ExpectedTerminal = append([]string(nil), o.ExpectedTerminal...)
-	c.Vars = maps.Clone(o.Vars)
 	c.Result = append(json.RawMessage(nil), o.Result...)
 	c.ProviderError = append(json.RawMessage(nil), o.ProviderError...)
 	c.BusinessDeadlineAt = b.time(0, o.BusinessDeadlineAt)
@@ -274,7 +284,6 @@ func (o *Operation) Clone() *Operation {
 		b.limits = *o.ContractLimits
 		c.ContractLimits = &b.limits
 	}
-	c.ContractDigest = maps.Clone(o.ContractDigest)
 	return c
 }
 

@@ -152,3 +152,21 @@ func TestProviderCountsAndAnswers(t *testing.T) {
 		t.Fatalf("served %d, last %d: want 2 and a time", n, p.last.Load())
 	}
 }
+
+// TestCapacityFromCPU: N replicas on machines of their own do N times one
+// replica's steps until the server's CPU per step bounds them.
+func TestCapacityFromCPU(t *testing.T) {
+	var w bytes.Buffer
+	writeCapacity(&w, map[string][2]time.Duration{"postgres/1": {400 * time.Microsecond, 100 * time.Microsecond}})
+	// One replica: 2 cores ÷ 400 µs = 5,000/s; the server: 2 ÷ 100 µs = 20,000/s.
+	for _, want := range []string{"| 400 µs | 100 µs | 5000 | 10000 | 15000 | 20000 (server) | 20000 (server) |"} {
+		if !strings.Contains(w.String(), want) {
+			t.Fatalf("capacity table lacks %q:\n%s", want, w.String())
+		}
+	}
+	w.Reset()
+	writeCapacity(&w, map[string][2]time.Duration{"postgres/1": {400 * time.Microsecond, 0}})
+	if w.Len() != 0 {
+		t.Fatalf("a table without the server's CPU:\n%s", w.String())
+	}
+}

@@ -47,6 +47,9 @@ func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
 // written every completion.
 type riverResult struct {
 	worked, stopped time.Duration
+	// cpu is River's CPU per job (this process's, where its client runs),
+	// pg the PostgreSQL server's, from the client's start to its stop.
+	cpu, pg time.Duration
 }
 
 // riverBurnDown inserts n no-op jobs into a fresh River schema, then starts
@@ -70,7 +73,7 @@ func riverBurnDown(ctx context.Context, kind, pgURL, dir string, n, workers int)
 		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
 			return riverResult{}, err
 		}
-		return runRiver(ctx, riverpgxv5.New(pool), schema, false, n, workers)
+		return runRiver(ctx, riverpgxv5.New(pool), schema, false, n, workers, pgURL)
 	case "sqlite":
 		if err := mkdirs(dir); err != nil {
 			return riverResult{}, err
@@ -83,7 +86,7 @@ func riverBurnDown(ctx context.Context, kind, pgURL, dir string, n, workers int)
 		defer db.Close()
 		// riversqlite's advice: SQLite allows one writer, so one connection.
 		db.SetMaxOpenConns(1)
-		return runRiver(ctx, riversqlite.New(db), "", true, n, workers)
+		return runRiver(ctx, riversqlite.New(db), "", true, n, workers, "")
 	}
 	return riverResult{}, fmt.Errorf("no River driver for %q", kind)
 }
@@ -95,10 +98,13 @@ func pxpoolConfig(pgURL, schema string, workers int) (*pgxpool.Config, error) {
 	}
 	cfg.MaxConns = int32(workers/2 + 4)
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = benchApp("river")
 	return cfg, nil
 }
 
-func runRiver[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], schema string, pollOnly bool, n, workers int) (riverResult, error) {
+// runRiver works n jobs with drv; pgURL, when set, is the server whose
+// backends' CPU is measured (see cpuSpan.pgPer).
+func runRiver[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], schema string, pollOnly bool, n, workers int, pgURL string) (riverResult, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mig, err := rivermigrate.New(drv, &rivermigrate.Config{Schema: schema, Logger: quiet})
 	if err != nil {
@@ -132,6 +138,7 @@ func runRiver[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], schema 
 			return riverResult{}, fmt.Errorf("river insert: %w", err)
 		}
 	}
+	span := startCPU()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return riverResult{}, err
@@ -150,5 +157,11 @@ func runRiver[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], schema 
 	if err := client.Stop(ctx); err != nil {
 		return riverResult{}, err
 	}
-	return riverResult{worked: time.Duration(last.Load() - start.UnixNano()), stopped: time.Since(start)}, nil
+	stopped := time.Since(start)
+	cpu := span.per(n)
+	var pg time.Duration
+	if pgURL != "" {
+		pg = span.pgPer(ctx, pgURL, benchApp("river"), n)
+	}
+	return riverResult{worked: time.Duration(last.Load() - start.UnixNano()), stopped: stopped, cpu: cpu, pg: pg}, nil
 }

@@ -29,3 +29,22 @@ func BenchmarkGate(b *testing.B) {
 		Gate(op, c, t0)
 	}
 }
+
+// TestDecideAllocations: a decision allocates at most six times (its
+// record's copy, the copy's slices, the events, the next poll's time):
+// Decide runs for every answer, and copying the record's maps, which no
+// decision changes, was most of its allocations.
+func TestDecideAllocations(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector changes what allocates")
+	}
+	c := testContract()
+	op := newOp(t, c)
+	op, _ = CountRequest(op, c, t0)
+	obs := obs200("running", nil)
+	now := t0.Add(time.Second)
+	r := seeded(1)
+	if n := testing.AllocsPerRun(200, func() { Decide(op, c, obs, now, r) }); n > 6 {
+		t.Fatalf("Decide allocates %.1f times, want at most 6", n)
+	}
+}

@@ -19,7 +19,8 @@ type Step struct {
 // state only schedules a later observation. op must be the record as
 // reserved for this request.
 func Decide(op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time, r Rand) Step {
-	next := op.Clone()
+	// A decision changes neither map in place: next shares them with op.
+	next := op.CloneNext()
 	if !ValidFactor(next.JitterFactor) {
 		// A record written before the factor was kept gets its own now,
 		// and keeps it from this save on (R5: drawn per operation).

@@ -70,6 +70,14 @@ func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sq
 	var err error
 	for i := range reads {
 		r := &reads[i]
+		if r.Each != nil {
+			serr := eachRow(br, r.Each)
+			r.Found = serr == nil
+			if serr != nil && err == nil {
+				err = serr
+			}
+			continue
+		}
 		if r.Dest == nil {
 			_, serr := br.Exec()
 			r.Found = serr == nil
@@ -99,9 +107,30 @@ func (d dialect) ReadLocked(ctx context.Context, tx sqlstore.Querier, reads []sq
 		default:
 			r.Now = now
 		}
+		for n, c := range r.Callers {
+			r.Nows[n] = now
+			if d.s.callerClock && !c.IsZero() {
+				r.Nows[n] = c
+			}
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// eachRow reads the rows of a batch's next statement into each.
+func eachRow(br pgx.BatchResults, each func(sqlstore.Row) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

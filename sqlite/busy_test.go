@@ -1,13 +1,11 @@
 package sqlite_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/sqlite"
-	msqlite "modernc.org/sqlite"
 )
 
 // holdWriteLock takes the file's write lock from another connection, as
@@ -53,8 +51,7 @@ func TestBusyRetried(t *testing.T) {
 	defer func() { <-done }()
 	start := time.Now()
 	err := s.OperationSave(t.Context(), pollwarden.SaveParams{Op: op, Now: time.Now()})
-	var se *msqlite.Error
-	if !errors.As(err, &se) || se.Code()&0xff != 5 {
+	if c, ok := sqlite.ErrorCode(err); !ok || c&0xff != 5 {
 		t.Fatalf("save under a held lock: %v, want SQLITE_BUSY", err)
 	}
 	if op.Version != 2 {

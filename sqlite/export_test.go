@@ -49,3 +49,10 @@ func ExecRaw(ctx context.Context, s *Store, query string, args ...any) error {
 		return err
 	})
 }
+
+// DriverName is the database/sql driver the store opens files with, for
+// tests that open a file beside it.
+const DriverName = driverName
+
+// ErrorCode is the SQLite result code of a driver error.
+var ErrorCode = errorCode

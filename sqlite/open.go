@@ -27,7 +27,6 @@ import (
 
 	"github.com/pollwarden/pollwarden/audit"
 	"github.com/pollwarden/pollwarden/internal/sqlstore"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // ApplicationID marks a SQLite file as a pollwarden store ("poll" in ASCII,
@@ -153,7 +152,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	db, err := sql.Open("sqlite", dsn(abs, syncMode, max(busy.Milliseconds(), 1), opts.ReadOnly))
+	db, err := sql.Open(driverName, dsn(abs, syncMode, max(busy.Milliseconds(), 1), opts.ReadOnly))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}

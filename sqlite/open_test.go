@@ -53,7 +53,7 @@ func sameSnapshot(t *testing.T, before, after map[string][]byte) {
 // foreignSQLite writes a SQLite file of another application.
 func foreignSQLite(t *testing.T, path string, appID int) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open(sqlite.DriverName, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestProbeWrite(t *testing.T) {
 		t.Fatal("the probe changed the audit chain")
 	}
 
-	other, err := sql.Open("sqlite", path)
+	other, err := sql.Open(sqlite.DriverName, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
-	db, err := sql.Open("sqlite", u.String()+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open(sqlite.DriverName, u.String()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

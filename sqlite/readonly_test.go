@@ -79,7 +79,7 @@ func TestReadOnlyNeverMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	rw.Close()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open(sqlite.DriverName, path)
 	if err != nil {
 		t.Fatal(err)
 	}

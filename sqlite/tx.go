@@ -3,12 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	msqlite "modernc.org/sqlite"
 )
 
 // maxBusyRetries bounds how often a whole transaction is retried after
@@ -166,12 +163,8 @@ const (
 )
 
 func isBusy(err error) bool {
-	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	c := se.Code() & 0xff
-	return c == sqliteBusy || c == sqliteLocked
+	c, ok := errorCode(err)
+	return ok && (c&0xff == sqliteBusy || c&0xff == sqliteLocked)
 }
 
 // nowOr returns t, or the wall clock when the caller left it zero: a zero

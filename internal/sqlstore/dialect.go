@@ -100,6 +100,13 @@ type LockedRead struct {
 	NoClock bool
 	Found   bool
 	Now     time.Time
+	// Each makes this a read of many rows (one per write of a group, see
+	// Syntax.HeadRow's group reads): it is called with each row in turn,
+	// Dest is unused, and Nows[i] receives the lease clock for the write
+	// whose caller's time is Callers[i] (as Now does for Caller).
+	Each    func(Row) error
+	Callers []time.Time
+	Nows    []time.Time
 }
 
 // Syntax is where the dialects' SQL differs.
@@ -131,6 +138,9 @@ type Syntax struct {
 	// runs while the chain head is held, and each statement costs the
 	// server more than the rows it inserts.
 	EventArrays bool
+	// ArrayUpdates: a group's records are one UPDATE … FROM unnest(arrays)
+	// per form (PostgreSQL), not one UPDATE per write (see mergeArrays).
+	ArrayUpdates bool
 	// CreatedOrder is the expression that numbers a new operation, "" when
 	// the column numbers itself.
 	CreatedOrder string

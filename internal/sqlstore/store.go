@@ -128,6 +128,9 @@ func buildQueries(x Syntax) queries {
 		q.groupSaveChain = groupRead(cols + ", " + chain)
 		q.groupClaim = groupRead("coalesce(version, 0), coalesce(record, ''), lease_owner, coalesce(lease_epoch, 0), lease_expires_at, " +
 			strings.Join(safe, ", ") + ", " + chain)
+	} else {
+		q.groupSave = lockedGroupRead(indexed, "")
+		q.groupSaveChain = lockedGroupRead(indexed, chain)
 	}
 	return q
 }

@@ -29,13 +29,14 @@ func SQLite() Syntax {
 // created_order is an identity column.
 func PostgreSQL() Syntax {
 	return Syntax{
-		Name:        "postgres",
-		LastState:   "coalesce(record->>'last_state', '')",
-		ForUpdate:   " FOR UPDATE",
-		SkipLocked:  " FOR UPDATE SKIP LOCKED",
-		HeadRow:     true,
-		GroupWrites: true,
-		EventArrays: true,
+		Name:         "postgres",
+		LastState:    "coalesce(record->>'last_state', '')",
+		ForUpdate:    " FOR UPDATE",
+		SkipLocked:   " FOR UPDATE SKIP LOCKED",
+		HeadRow:      true,
+		GroupWrites:  true,
+		EventArrays:  true,
+		ArrayUpdates: true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS pollwarden_migrations (
 			version    integer     NOT NULL PRIMARY KEY,
 			name       text        NOT NULL,

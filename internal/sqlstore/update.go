@@ -44,10 +44,12 @@ type updates struct {
 	// forms (see merge).
 	forms map[string]updateForm
 	multi *multiUpdates
+	// arrays holds their forms of unnested arrays (see mergeArrays).
+	arrays *arrayUpdates
 }
 
 func buildUpdates() updates {
-	u := updates{forms: map[string]updateForm{}, multi: &multiUpdates{}}
+	u := updates{forms: map[string]updateForm{}, multi: &multiUpdates{}, arrays: &arrayUpdates{}}
 	index := map[string]int{}
 	for i, c := range indexedCols {
 		index[c] = i
