@@ -168,6 +168,9 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 	if err != nil {
 		return nil, writeProblem(err, op.ID)
 	}
+	if p.Option == pollwarden.OptionRetryCredential {
+		s.closeRefusedCredential(ctx, p, ex.Contract())
+	}
 	return next, nil
 }
 

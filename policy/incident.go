@@ -66,7 +66,7 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 		}
 		return is, IncidentGrant{Until: until, Detail: why, Incident: o.ID}
 	}
-	if o.Kind == pollwarden.IncidentCredential {
+	if o.Kind == pollwarden.IncidentCredential && !remintProbe(o, op, c, now) {
 		return hold(fmt.Sprintf("incident %s: the provider refused the credential; nothing is sent under it until an approver decides", o.ID))
 	}
 	slotTaken := o.ProbeOp != "" && now.Before(o.ProbeUntil) && o.ProbeOp != op.ID
@@ -100,9 +100,30 @@ func failure(obs *pollwarden.Observation) string {
 	return ""
 }
 
-// denied reports a 401 or 403: the credential was refused.
+// denied reports a refused credential: a 401 or 403 that the decision
+// also takes for one (policy.Decide's classify), not a status the contract
+// maps to a state, nor a rate limit the contract recognises (GitHub's 403
+// with x-ratelimit-remaining 0 holds the key as a rate limit, not as a
+// credential incident).
 func denied(obs *pollwarden.Observation) bool {
-	return obs.Status == 401 || obs.Status == 403
+	return (obs.Status == 401 || obs.Status == 403) && obs.Transport == "" &&
+		!obs.Body.FromStatus && obs.RateLimitSignal == ""
+}
+
+// remintProbe says whether op's status request may be the one probe of a
+// credential incident: only for a minted credential (OAuth2 client
+// credentials, a Google service account), whose refused token the prober
+// dropped, so the next request sends a newly minted one, which may be
+// accepted. One such probe per incident, one at a time; after it is
+// refused too, nothing more goes out until an approver decides.
+func remintProbe(o *pollwarden.OpenIncident, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) bool {
+	if c.Status.Credential == nil || !op.Phase.Polling() {
+		return false
+	}
+	if k := c.Status.Credential.Kind; k != pollwarden.CredentialOAuth2 && k != pollwarden.CredentialGoogle {
+		return false
+	}
+	return o.Probes == 0 && (o.ProbeOp == "" || o.ProbeOp == op.ID || !now.Before(o.ProbeUntil))
 }
 
 // validAnswer is an answer that shows the provider serving under the key:
@@ -132,7 +153,10 @@ func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operat
 	switch {
 	case validAnswer(obs):
 		next.Recent = nil
-		if o := next.Open; o != nil && o.Kind == pollwarden.IncidentOutage {
+		if o := next.Open; o != nil {
+			// An outage closes when the provider answers again; a refused
+			// credential when an answer shows it accepted again (a minted
+			// credential's new token, a changed secret).
 			fx.Closed = closing(o, key, now, fmt.Sprintf("operation %s got %s: the provider answers again", op.ID, answerText(obs)))
 			fx.Closed.LastProbe = answerText(obs)
 			at := now
