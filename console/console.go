@@ -95,6 +95,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /ui/signout", c.signOut)
 	m.HandleFunc("GET /ui/operations/{id}", c.operation)
 	m.HandleFunc("POST /ui/operations/{id}/decide", c.decide)
+	m.HandleFunc("GET /ui/quotas", c.quotas)
 	m.HandleFunc("GET /ui/audit", c.auditHead)
 	m.HandleFunc("POST /ui/audit/verify", c.verifyAudit)
 	m.HandleFunc("GET /ui/events", c.queueEvents)

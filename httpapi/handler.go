@@ -72,6 +72,7 @@ func routes() []route {
 		{"POST", "/v1/operations/{id}/decisions", operations.ActionDecide, (*api).decide},
 		{"POST", "/v1/operations/{id}/cancel", operations.ActionCancel, (*api).cancel},
 		{"POST", "/v1/operations/{id}/abandon", operations.ActionAbandon, (*api).abandon},
+		{"GET", "/v1/quotas", operations.ActionQuotas, (*api).quotas},
 		{"GET", "/metrics", public, (*api).serveMetrics},
 		{"GET", "/healthz", public, (*api).healthz},
 		{"GET", "/readyz", public, (*api).readyz},

@@ -25,6 +25,10 @@ type NewParams struct {
 	Deadline             time.Time
 	MaxStatusRequests    int
 	MaxTransportFailures int
+	// Priority is the operation's place in a shared quota's queue, 1 (most
+	// urgent) to 9, already judged by the door's use case (who may ask for
+	// which); 0 records the default.
+	Priority int
 	// MayRaise is true only when an approver creates the operation; then
 	// limits above the contract's defaults are accepted (R20).
 	MayRaise bool

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/contract"
+)
+
+// The fleet scenario's strategies: the same policy alone (each operation
+// as if it were the only one, the pollwarden row), with a per-process
+// ceiling of the quota divided by the number of processes, and with the
+// quota and incidents shared through the key's row.
+const (
+	FleetCeiling = "pollwarden-ceiling"
+	FleetShared  = "pollwarden-fleet"
+)
+
+// FleetStrategies are the fleet scenario's strategies, in table order.
+var FleetStrategies = []string{Pollwarden, FleetCeiling, FleetShared}
+
+// FleetShares is how the fleet's operations are spread over its
+// processes, in tenths: 40, 30, 20 and 10 %. Uneven on purpose: a
+// ceiling divided evenly leaves the small processes' share unused while
+// the large ones wait.
+var FleetShares = []int{4, 3, 2, 1}
+
+// processOf is operation k's process: k's last digit picks a tenth.
+func processOf(k int) int {
+	d := k % 10
+	for p, share := range FleetShares {
+		if d < share {
+			return p
+		}
+		d -= share
+	}
+	return len(FleetShares) - 1
+}
+
+// fleetHook stands between the gate and operation k's request: admit
+// says whether the request waits (and until when, the record in p.ops[k]
+// already saying so), and answered learns from the provider's answer.
+type fleetHook interface {
+	admit(e *engine, k int, now time.Time) (held bool, until int64)
+	answered(e *engine, k int, op *pollwarden.Operation, obs *pollwarden.Observation, now time.Time)
+}
+
+// joinFleet sets the strategy's hook for the fleet scenario: none for
+// the policy alone, a ceiling per process, or the shared key.
+func (p *realPolicy) joinFleet(cfg *Config) error {
+	switch p.id {
+	case Pollwarden:
+		return nil
+	case FleetCeiling:
+		// Each process may send quota/per/N a second (the
+		// limits.max_requests_per_second a fleet of N is told to use),
+		// evenly spaced.
+		every := int64(cfg.QuotaPer) * int64(cfg.Processes) / int64(cfg.QuotaRequests)
+		p.fleet = &ceiling{p: p, every: every, next: make([]int64, cfg.Processes)}
+		return nil
+	case FleetShared:
+		c, err := contract.Parse([]byte(fmt.Sprintf("%squota: {requests: %d, per: %s}\n", contractYAML, cfg.QuotaRequests, cfg.QuotaPer)))
+		if err != nil {
+			return fmt.Errorf("sim fleet contract: %w", err)
+		}
+		p.c = c
+		p.fleet = newSharedKey(p)
+		return nil
+	}
+	return fmt.Errorf("strategy %q does not run in the %s scenario (want one of %v)", p.id, Fleet, FleetStrategies)
+}
+
+// ceiling is the per-process rate ceiling: each process sends at most
+// one request per every, whatever the other processes do. A request
+// that finds its process's ceiling spent waits for it, as the daemon's
+// scheduler defers a due operation; the record is left as it is.
+type ceiling struct {
+	p     *realPolicy
+	every int64
+	next  []int64
+}
+
+func (c *ceiling) admit(_ *engine, k int, now time.Time) (bool, int64) {
+	proc, t := processOf(k), since(now)
+	if t < c.next[proc] && at(c.next[proc]).Before(c.p.ops[k].DeadlineAt) {
+		return true, c.next[proc]
+	}
+	c.next[proc] = max(t, c.next[proc]) + c.every
+	return false, 0
+}
+
+func (c *ceiling) answered(*engine, int, *pollwarden.Operation, *pollwarden.Observation, time.Time) {}
