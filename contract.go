@@ -40,6 +40,10 @@ type Contract struct {
 	BaseURL string
 	// Callback is nil unless the provider's completion webhook is accepted.
 	Callback *CallbackSpec
+	// Quota is nil when the contract declares no shared quota; its key
+	// (QuotaKey) is still the one its incidents and learned holds use.
+	// Omitted when nil so existing contracts keep their fingerprint.
+	Quota *QuotaSpec `json:",omitempty"`
 }
 
 // RateLimitSpec says how a provider signals a rate limit besides 429 and

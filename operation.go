@@ -85,6 +85,13 @@ const (
 	// DelayCallback: a provider callback said the job ended, so the next
 	// request goes as soon as the limits allow (policy.Callback).
 	DelayCallback DelaySource = "provider_callback"
+	// DelaySharedQuota: the request was held back by the shared quota of
+	// its key (KeyState), which every operation, process and replica on
+	// the store takes from; the wait spends no budget.
+	DelaySharedQuota DelaySource = "shared_quota"
+	// DelayProviderIncident: the request was held back because an incident
+	// is open for its key (one probe at a time while the provider fails).
+	DelayProviderIncident DelaySource = "provider_incident"
 )
 
 // Operation is the durable record of one wait (R4, R10). Everything needed
@@ -111,6 +118,10 @@ type Operation struct {
 	// entry says scope: all); empty on records made before owners were
 	// kept, which only approvers, admins and scope-all agents see.
 	Owner string `json:"owner,omitempty"`
+	// Priority orders the operations that wait for one shared quota: 1 is
+	// the most urgent, 9 the least; 0 means the default, 5 (see
+	// EffectivePriority). It decides only when the quota is what limits.
+	Priority int `json:"priority,omitempty"`
 	// Vars are the values of the contract's declared template variables
 	// for this job (defaults filled in), so the record alone says which job
 	// it is; they are part of the fingerprint.

@@ -63,6 +63,11 @@ type Store interface {
 	// AuditHead returns the position and hash of the last event of the
 	// store-wide chain; 0 and "" when the store holds no events.
 	AuditHead(ctx context.Context) (pos int64, hash string, err error)
+	// KeyList returns the row of every quota key written so far, by key.
+	KeyList(ctx context.Context) ([]KeyState, error)
+	// KeyGet returns the row of one quota key, or ErrNotFound when none
+	// was written (a key nothing took from yet: NewKeyState stands for it).
+	KeyGet(ctx context.Context, key string) (*KeyState, error)
 	// Close releases the store's resources.
 	Close() error
 	ContractKeeper
@@ -120,6 +125,11 @@ type SaveParams struct {
 	// released this way; a lost lease still fails with ErrLeaseLost.
 	// Ignored without a Lease.
 	Release bool
+	// Quota, when set, writes what the answer taught about its key (a
+	// rate limit's hold, the provider's remaining count) to the key's row
+	// in the same transaction, after the record's checks passed: the
+	// answer and its lesson are durable together.
+	Quota *QuotaNote
 }
 
 // ClaimParams is the input of OperationClaim: the lease asked for, and
@@ -148,6 +158,16 @@ type ClaimParams struct {
 	// runs Change on the record as stored. Either way the answer written
 	// is Change's for the current record.
 	Have *Operation
+	// Quota, when set, takes the request Change reserved from the shared
+	// quota of its key, in the same transaction: once Change returned a
+	// record, the driver locks the key's row, asks Quota.Grant, and
+	// writes the row it returns. When the request is held, nothing of the
+	// reservation is written and no lease is taken: the record Quota.Held
+	// returns (the wait) is saved instead, and OperationClaim returns it
+	// with a nil lease. Grant decides on the lease clock (the database's
+	// on PostgreSQL, so replicas with skewed clocks share one timeline);
+	// the Until given to Held is moved onto the caller's clock.
+	Quota *QuotaTake
 }
 
 // LeaseParams is the input of the drivers' LeaseAcquire, which takes a

@@ -76,6 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ConcurrentIncrementsNoneLost", testConcurrentIncrements},
 		{"PruneFinishedKeepsChain", testPrune},
 		{"ContractKeptWithCreate", testContractKept},
+		{"KeyNone", testKeyNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh(t)) })
 	}
@@ -108,6 +109,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op.CredentialName = "env:EXPORT_API_TOKEN"
 	op.RequestDigest = "sha256:0f3c9a"
 	op.Owner = "build-agent"
+	op.Priority = 2
 	op.ResultFetchesSent = 2
 	op.Escalations = 3
 	op.LastDecision = &pollwarden.DecisionRecord{Escalation: "esc-2", Option: pollwarden.OptionExtend,

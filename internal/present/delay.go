@@ -21,6 +21,10 @@ func DelaySource(s pollwarden.DelaySource) string {
 		return "manual extension"
 	case pollwarden.DelayCallback:
 		return "provider callback"
+	case pollwarden.DelaySharedQuota:
+		return "the shared quota"
+	case pollwarden.DelayProviderIncident:
+		return "a provider incident"
 	}
 	return display.Text(string(s))
 }

@@ -49,7 +49,8 @@ func TestConsoleLinkRefusesABadTemplate(t *testing.T) {
 func TestEveryDelaySourceHasWords(t *testing.T) {
 	seen := map[string]pollwarden.DelaySource{}
 	for _, s := range []pollwarden.DelaySource{pollwarden.DelayRetryAfter, pollwarden.DelayPollHint,
-		pollwarden.DelayLocalBackoff, pollwarden.DelayManualExtension, pollwarden.DelayCallback} {
+		pollwarden.DelayLocalBackoff, pollwarden.DelayManualExtension, pollwarden.DelayCallback,
+		pollwarden.DelaySharedQuota, pollwarden.DelayProviderIncident} {
 		w := present.DelaySource(s)
 		if w == "" || w == string(s) {
 			t.Errorf("%s has no words: %q", s, w)
