@@ -64,3 +64,6 @@ func TestPriorityOnlyAnApproverRaises(t *testing.T) {
 		}
 	}
 }
+
+// priorityOf is the priority op runs with (0 reads as the default).
+func priorityOf(op *pollwarden.Operation) int { return op.EffectivePriority() }

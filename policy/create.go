@@ -104,7 +104,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		ExpectedTerminal: c.TerminalStates(), StartedAt: now, DeadlineAt: deadline,
 		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
 		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
-		RequestDigest: p.RequestDigest, Owner: p.Owner, Vars: maps.Clone(p.Vars),
+		RequestDigest: p.RequestDigest, Owner: p.Owner, Vars: maps.Clone(p.Vars), Priority: p.Priority,
 	}
 	if p.Rand != nil {
 		op.JitterFactor = DrawFactor(p.Rand)
@@ -128,6 +128,9 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	op.ContractLimits = KeptLimits(c)
 	dl := op.DeadlineAt
 	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)
+	if op.Priority != 0 {
+		detail += fmt.Sprintf("; priority %d", op.Priority)
+	}
 	if len(op.Vars) > 0 {
 		detail += "; " + VarsText(op.Vars)
 	}
