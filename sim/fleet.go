@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/pollwarden/pollwarden"
-	"github.com/pollwarden/pollwarden/contract"
 )
 
 // The fleet scenario's strategies: the same policy alone (each operation
@@ -46,12 +44,11 @@ type fleetHook interface {
 	answered(e *engine, k int, op *pollwarden.Operation, obs *pollwarden.Observation, now time.Time)
 }
 
-// joinFleet sets the strategy's hook for the fleet scenario: none for
-// the policy alone, a ceiling per process, or the shared key.
+// joinFleet sets the strategy's hook for the fleet scenario: a ceiling
+// per process, or the shared key; the policy alone (and an experiment)
+// has none.
 func (p *realPolicy) joinFleet(cfg *Config) error {
 	switch p.id {
-	case Pollwarden:
-		return nil
 	case FleetCeiling:
 		// Each process may send quota/per/N a second (the
 		// limits.max_requests_per_second a fleet of N is told to use),
@@ -60,15 +57,14 @@ func (p *realPolicy) joinFleet(cfg *Config) error {
 		p.fleet = &ceiling{p: p, every: every, next: make([]int64, cfg.Processes)}
 		return nil
 	case FleetShared:
-		c, err := contract.Parse([]byte(fmt.Sprintf("%squota: {requests: %d, per: %s}\n", contractYAML, cfg.QuotaRequests, cfg.QuotaPer)))
-		if err != nil {
-			return fmt.Errorf("sim fleet contract: %w", err)
-		}
-		p.c = c
+		// The contract declares the provider's quota, as a contract's
+		// quota block does (quota: {requests, per}).
+		c := *p.c
+		c.Quota = &pollwarden.QuotaSpec{Requests: cfg.QuotaRequests, Per: cfg.QuotaPer, Key: pollwarden.QuotaKeyCredential}
+		p.c = &c
 		p.fleet = newSharedKey(p)
-		return nil
 	}
-	return fmt.Errorf("strategy %q does not run in the %s scenario (want one of %v)", p.id, Fleet, FleetStrategies)
+	return nil
 }
 
 // ceiling is the per-process rate ceiling: each process sends at most
