@@ -44,6 +44,24 @@ type Observation struct {
 	// RefusedCredential fingerprints the credential a 401 or 403 refused
 	// (nil without a credential, or when it could not be read again).
 	RefusedCredential *RefusedCredential
+	// Quota is what the answer said of its key's quota (the contract's
+	// remaining_header and rate_limit.reset), for policy.KeyNote.
+	Quota QuotaFacts
+}
+
+// QuotaFacts are an answer's quota headers, read but not yet trusted:
+// policy.KeyNote bounds or ignores what is out of range, with a reason.
+type QuotaFacts struct {
+	// Remaining is the remaining_header's value as sent (redacted, cut);
+	// HasRemaining is false when the header was absent.
+	Remaining    string
+	HasRemaining bool
+	// ResetIn is how long after the answer the provider's window resets,
+	// from rate_limit.reset; HasReset is false when the header was absent
+	// or unreadable, and ResetProblem then says why when it was present.
+	ResetIn      time.Duration
+	HasReset     bool
+	ResetProblem string
 }
 
 // BodyFacts is what the contract's paths found in the response body. Hint

@@ -79,6 +79,15 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openFresh(t, postgres.CallerClock(postgres.Options{})) })
 }
 
+func TestConformanceKeys(t *testing.T) {
+	testURL(t)
+	storetest.RunKeys(t, func(t *testing.T) (pollwarden.Store, func() pollwarden.Store) {
+		schema := freshSchema(t)
+		open := func() pollwarden.Store { return openIn(t, schema, postgres.CallerClock(postgres.Options{})) }
+		return open(), open
+	})
+}
+
 func TestConformanceSealed(t *testing.T) {
 	testURL(t)
 	storetest.Run(t, func(t *testing.T) pollwarden.Store {

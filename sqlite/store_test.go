@@ -22,6 +22,20 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{}) })
 }
 
+func TestConformanceKeys(t *testing.T) {
+	storetest.RunKeys(t, func(t *testing.T) (pollwarden.Store, func() pollwarden.Store) {
+		path := filepath.Join(t.TempDir(), "pollwarden.db")
+		open := func() pollwarden.Store {
+			s, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			return s
+		}
+		return open(), open
+	})
+}
+
 func TestConformanceNormal(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) pollwarden.Store { return openTemp(t, sqlite.Options{Synchronous: "NORMAL"}) })
 }

@@ -101,6 +101,10 @@ func (s *Store) runGroupLocal(ctx context.Context, tx Querier, batch []*groupedW
 	if err != nil {
 		return nil, err
 	}
+	kt, err := s.lockKeysAlone(ctx, tx, liveWrites(batch, live))
+	if err != nil {
+		return nil, err
+	}
 	var stmts []Stmt
 	var appends []queuedAppend
 	for _, i := range live {
@@ -109,7 +113,7 @@ func (s *Store) runGroupLocal(ctx context.Context, tx Querier, batch []*groupedW
 		if err != nil {
 			return nil, err
 		}
-		st, evs, err := w.decide(ctx, tx, found[i], now)
+		st, evs, err := w.decide(ctx, tx, found[i], now, kt)
 		if err != nil {
 			if !isCheck(err) {
 				return nil, err
@@ -126,6 +130,9 @@ func (s *Store) runGroupLocal(ctx context.Context, tx Querier, batch []*groupedW
 		}
 	}
 	stmts = s.q.up.merge(stmts)
+	if stmts, err = kt.stmts(stmts); err != nil {
+		return nil, err
+	}
 	if len(appends) > 0 {
 		var head Chain
 		if err := tx.QueryRow(ctx, "SELECT "+headCols).Scan(&head.Pos, &head.Hash); err != nil {

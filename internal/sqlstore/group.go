@@ -31,10 +31,15 @@ type rowWrite struct {
 	dest   []any
 	caller time.Time // the caller's Now, for Dialect.LeaseNow
 	chain  *Chain    // filled by the read (some of dest point into it)
+	// key is the quota key whose row the write reads and may change
+	// (ClaimParams.Quota, SaveParams.Quota), "" for none: the runners
+	// lock it after the operations' rows, and decide finds it in keys.
+	key string
 	// decide runs once the row was read (found false when there was
 	// none) with the lease clock's now; it returns the write's statement
-	// and events, or nil to write nothing.
-	decide func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error)
+	// and events, or nil to write nothing. It may change the rows in keys
+	// (only once its checks passed: a refused write changes nothing).
+	decide func(ctx context.Context, tx Querier, found bool, now time.Time, keys *keyTx) (*Stmt, []pollwarden.Event, error)
 }
 
 // groupedWrite is a rowWrite waiting for its group.
@@ -281,14 +286,23 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 			live = append(live, i)
 		}
 	}
+	kt := newKeyTx()
+	keys := keysOf(liveWrites(batch, live))
+	// The key rows are locked after the operations' rows, in the same
+	// round trip, and before the clock is read.
+	nops := len(reads)
+	reads = append(reads, s.keyReads(kt, keys)...)
 	if err := s.readMany(ctx, tx, reads); err != nil {
+		return nil, err
+	}
+	if err := s.lockKeys(ctx, tx, kt, keys, reads[nops:]); err != nil {
 		return nil, err
 	}
 	var stmts []Stmt
 	var appends []queuedAppend
 	for k, i := range live {
 		w := batch[i].w
-		st, evs, err := w.decide(ctx, tx, reads[k].Found, reads[k].Now)
+		st, evs, err := w.decide(ctx, tx, reads[k].Found, reads[k].Now, kt)
 		if err != nil {
 			if !isCheck(err) {
 				return nil, err
@@ -303,6 +317,10 @@ func (s *Store) runGroup(ctx context.Context, tx Querier, batch []*groupedWrite)
 		if len(evs) > 0 {
 			appends = append(appends, queuedAppend{opID: w.opID, seq: w.chain.Seq, evs: evs})
 		}
+	}
+	stmts, err := kt.stmts(stmts)
+	if err != nil {
+		return nil, err
 	}
 	if len(appends) > 0 {
 		head, err := s.writeThenLockHead(ctx, tx, stmts)
@@ -365,14 +383,33 @@ func (s *Store) runAlone(ctx context.Context, tx Querier, rw rowWrite) error {
 	if err := s.readMany(ctx, tx, reads); err != nil {
 		return err
 	}
-	st, evs, err := rw.decide(ctx, tx, reads[0].Found, reads[0].Now)
+	kt, err := s.lockKeysAlone(ctx, tx, []rowWrite{rw})
+	if err != nil {
+		return err
+	}
+	st, evs, err := rw.decide(ctx, tx, reads[0].Found, reads[0].Now, kt)
 	if err != nil || st == nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
+	stmts, err := kt.stmts([]Stmt{*st})
+	if err != nil {
 		return err
 	}
+	for _, st := range stmts {
+		if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
+			return err
+		}
+	}
 	return s.appendEvents(ctx, tx, rw.opID, *rw.chain, evs)
+}
+
+// liveWrites are the writes of batch at the indexes live.
+func liveWrites(batch []*groupedWrite, live []int) []rowWrite {
+	out := make([]rowWrite, len(live))
+	for k, i := range live {
+		out[k] = batch[i].w
+	}
+	return out
 }
 
 func (rw rowWrite) read() LockedRead {

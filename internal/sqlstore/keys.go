@@ -13,7 +13,7 @@ import (
 // with its version beside it.
 const (
 	keyRead   = "SELECT version, state FROM quota_keys WHERE key = ?"
-	keyList   = "SELECT version, state FROM quota_keys ORDER BY key"
+	keyList   = "SELECT version, state FROM quota_keys WHERE version > 0 ORDER BY key"
 	keyUpsert = "INSERT INTO quota_keys (key, version, state, updated_at) VALUES (?, ?, ?, ?) " +
 		"ON CONFLICT (key) DO UPDATE SET version = excluded.version, state = excluded.state, updated_at = excluded.updated_at"
 )
@@ -47,7 +47,7 @@ func (s *Store) KeyGet(ctx context.Context, key string) (*pollwarden.KeyState, e
 	var version int64
 	var state string
 	err := s.d.Reader().QueryRow(ctx, keyRead, key).Scan(&version, &state)
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, ErrNoRows) || err == nil && version == 0 {
 		err = pollwarden.ErrNotFound
 	}
 	if err != nil {

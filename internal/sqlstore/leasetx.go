@@ -97,10 +97,16 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	var version int64
 	var stored storedIndexed
 	dest := append([]any{&version, &rec, &sl.Owner, &sl.Epoch, &sl.Expires}, stored.dest()...)
+	var key string
+	if p.Quota != nil {
+		key = p.Quota.Key
+	}
+	held := false
 	err = s.writeGrouped(ctx, rowWrite{
-		opID: p.OperationID, query: s.q.claim, group: s.q.groupClaim, caller: p.Now, chain: &cs,
+		opID: p.OperationID, query: s.q.claim, group: s.q.groupClaim, caller: p.Now, chain: &cs, key: key,
 		dest: append(dest, s.chainDest(&cs)...),
-		decide: func(ctx context.Context, tx Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
+		decide: func(ctx context.Context, tx Querier, found bool, now time.Time, keys *keyTx) (*Stmt, []pollwarden.Event, error) {
+			held = false
 			if !found {
 				return nil, nil, s.lockedByAnother(ctx, tx, p.OperationID)
 			}
@@ -130,6 +136,17 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 			if err := cl.take(ls, now, p); err != nil {
 				return nil, nil, err
 			}
+			if p.Quota != nil {
+				hc, ok, err := s.takeKey(keys, p, read, &cl, now)
+				if err != nil || !ok {
+					return nil, nil, err
+				}
+				if hc != nil {
+					cl, held = hc.Claim, true
+					sql, set := s.q.up.stmt(updateSave, &stored, hc.args)
+					return &Stmt{sql, append(set, p.OperationID)}, cl.Prepared, nil
+				}
+			}
 			l := cl.Lease
 			sql, set := s.q.up.stmt(updateClaim, &stored, args)
 			set = append(set, l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
@@ -143,6 +160,9 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 		return read, nil, nil
 	}
 	publishEvents(cl.Events, cl.Prepared)
+	if held {
+		return cl.Op, nil, nil
+	}
 	return cl.Op, cl.Lease, nil
 }
 

@@ -318,9 +318,13 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	if len(evs) > 0 {
 		query, group, dest = s.q.saveChain, s.q.groupSaveChain, append(dest, s.chainDest(&cs)...)
 	}
+	var key string
+	if p.Quota != nil {
+		key = p.Quota.Key
+	}
 	err = s.writeGrouped(ctx, rowWrite{
-		opID: op.ID, query: query, group: group, dest: dest, caller: p.Now, chain: &cs,
-		decide: func(_ context.Context, _ Querier, found bool, now time.Time) (*Stmt, []pollwarden.Event, error) {
+		opID: op.ID, query: query, group: group, dest: dest, caller: p.Now, chain: &cs, key: key,
+		decide: func(_ context.Context, _ Querier, found bool, now time.Time, keys *keyTx) (*Stmt, []pollwarden.Event, error) {
 			if !found {
 				return nil, nil, pollwarden.ErrNotFound
 			}
@@ -329,6 +333,11 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 			}
 			if version != op.Version {
 				return nil, nil, fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
+			}
+			if p.Quota != nil {
+				if err := noteKey(keys, p.Quota, now); err != nil {
+					return nil, nil, err
+				}
 			}
 			sql, set := s.q.up.stmt(kind, &stored, args)
 			return &Stmt{sql, append(set, op.ID)}, evs, nil
