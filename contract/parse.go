@@ -109,6 +109,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
 		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "callback", "submit",
+		"quota",
 	})
 	if top.bad {
 		return nil
@@ -148,6 +149,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 		"idempotency_key_header", "max_attempts"), c)
 	c.ResultFetch = d.resultFetch(result.obj("fetch", false, "url", "method", "safe", "body", "error_path", "next", "max_pages", "max_bytes", "max_fetches"), c)
 	c.RateLimit = d.rateLimit(top.obj("rate_limit", false, "when", "reset", "retry_after"))
+	c.Quota = d.quota(top.obj("quota", false, "requests", "per", "key", "remaining_header"))
 	d.decisionTimes(esc, c)
 	c.Callback = d.callback(top.obj("callback", false, "verify", "secret", "job_id_path", "event_filter"))
 	d.eachCallApproved(top, result, c)

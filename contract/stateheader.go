@@ -122,6 +122,9 @@ func ResponseHeaders(c *pollwarden.Contract) []string {
 	for _, f := range c.Result.Require {
 		add(f.Header)
 	}
+	if q := c.Quota; q != nil {
+		add(q.RemainingHeader)
+	}
 	if rl := c.RateLimit; rl != nil {
 		add(rl.ResetHeader)
 		for _, s := range rl.When {

@@ -141,6 +141,14 @@ func Summary(c *pollwarden.Contract) string {
 		line("ceiling:    %s status requests per second to this provider, per process",
 			strconv.FormatFloat(l.MaxRequestsPerSecond, 'g', -1, 64))
 	}
+	if q := c.Quota; q != nil {
+		from := ""
+		if q.RemainingHeader != "" {
+			from = "; the provider's count from " + q.RemainingHeader
+		}
+		line("quota:      %d credentialed requests per %s, shared under key %s by every process and replica on the store%s",
+			q.Requests, pollwarden.ShortDuration(q.Per), pollwarden.QuotaKey(c), from)
+	}
 	e := c.Escalation
 	line("extension:  %s with %d more checks per approval", pollwarden.ShortDuration(e.ExtensionTime), e.ExtensionRequests)
 	if e.ConsoleURL != "" {
