@@ -105,6 +105,8 @@ type EventData struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// Pages is how many answers a paged result fetch read.
 	Pages int `json:"pages,omitempty"`
+	// Incident is the id of the provider incident the event is about.
+	Incident string `json:"incident,omitempty"`
 }
 
 // EventContractChanged records that an operation was taken up again

@@ -79,11 +79,6 @@ type KeyOwnerCount struct {
 	Count int    `json:"count"`
 }
 
-// IncidentState is the key's provider incident (SPEC "Provider
-// incidents"): empty while none is open. Its fields belong to the
-// incident rules; the quota rules only carry it.
-type IncidentState struct{}
-
 // KeyGrant is the answer to one credentialed request under a key: OK
 // when it may go; otherwise it waits until Until, for the reason Source
 // (DelaySharedQuota, DelayProviderIncident) that Detail explains.
@@ -92,6 +87,9 @@ type KeyGrant struct {
 	Until  time.Time
 	Source DelaySource
 	Detail string
+	// Incident is the open incident that holds the request (Source
+	// DelayProviderIncident), or whose probe it is.
+	Incident string
 }
 
 // KeyEffects is what one answer from the provider changed about its key,
@@ -105,6 +103,8 @@ type KeyEffects struct {
 	// Ignored lists the provider's values that were bounded or ignored,
 	// each with its reason.
 	Ignored []string
+	// Incident is what the answer did to the key's incidents.
+	Incident IncidentEffects
 }
 
 // QuotaTake makes a claim take its request from the key's shared quota

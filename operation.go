@@ -160,6 +160,10 @@ type Operation struct {
 	// wake-up (R9, policy.Gate): the wake-up at that time sends its one
 	// request and is not spread a second time, however late it is.
 	NextPollSpread bool `json:"next_poll_spread,omitempty"`
+	// HeldBy is the provider incident that holds the operation while its
+	// next look is due with the delay source provider_incident: an
+	// approver's decision on that incident applies to it.
+	HeldBy string `json:"held_by,omitempty"`
 	// JitterFactor is R5's jitter, drawn once per operation (log-uniformly) in
 	// [0.5, 1] when the operation is created and kept here so a restart
 	// does not redraw it. A record written before it existed has 0: its

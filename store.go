@@ -71,6 +71,7 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 	ContractKeeper
+	IncidentKeeper
 }
 
 // ListParams filters OperationList. Zero values mean "any".

@@ -77,7 +77,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusUnprocessableEntity
 	}
 	c.render(w, r, status, "queue", map[string]any{
-		"Viewer": v, "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
+		"Viewer": v, "Incidents": c.openIncidents(r, v), "Escalated": c.views(r.Context(), v.Caller, escalated, now), "Others": c.views(r.Context(), v.Caller, others, now),
 		"Filter": f, "Problem": problem, "Phases": filterPhases, "Reasons": filterReasons,
 		"Contracts": c.ops.Contracts().Names(), "Events": "/ui/events",
 	})

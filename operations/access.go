@@ -34,6 +34,10 @@ const (
 	// ActionQuotas reads the shared quotas: every key, what was taken of
 	// it and which operations, of every owner, wait on it.
 	ActionQuotas Action = "quotas"
+	// ActionIncidents reads the provider incidents; ActionDecideIncident
+	// answers one, for every operation it holds.
+	ActionIncidents      Action = "incidents"
+	ActionDecideIncident Action = "decide-incident"
 )
 
 // May reports whether c may do a to op, choosing option (ActionDecide
@@ -87,6 +91,14 @@ func (c Caller) May(a Action, op *pollwarden.Operation, option string) error {
 			return nil
 		}
 		return refuse(Forbidden, "", "%s has the %s role: the shared quotas and who waits on them are for approvers", c.Name, c.Role)
+	case ActionIncidents, ActionDecideIncident:
+		// An incident spans every operation under a credential, whoever
+		// owns them: an approver's view (and the store file's holder's,
+		// who could read it whole) and an approver's decision.
+		if approver || (a == ActionIncidents && c.Local) {
+			return nil
+		}
+		return refuse(Forbidden, "", "%s has the %s role: provider incidents are for approvers", c.Name, c.Role)
 	case ActionAudit:
 		if c.Local || c.Role == pollwarden.RoleAdmin {
 			return nil

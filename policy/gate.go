@@ -82,6 +82,9 @@ func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up 
 	if g, ok := spreadLate(op, c, now, up); ok {
 		return g
 	}
+	if g, ok := ResumeAfterIncident(op, c, now); ok {
+		return g
+	}
 	return GateResult{Verdict: Send, Op: op}
 }
 

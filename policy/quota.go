@@ -44,6 +44,9 @@ const (
 // goes to the most deserving waiter (see ahead): a less urgent request is
 // held while one more urgent waits for it.
 func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+	if ks.Incident.Open != nil {
+		return keyIncident(ks, op, c, now)
+	}
 	next := cloneKey(ks)
 	prio, owner := op.EffectivePriority(), op.Owner
 	changed := rollWindow(next, now, c)

@@ -45,6 +45,7 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 	if facts.RateLimited {
 		changed = hold(next, &eff, now.Add(facts.HoldFor), facts.HoldWhy) || changed
 	}
+	changed = noteKeyIncident(next, &eff, op, c, &obs, now) || changed
 	if !changed {
 		return nil, eff
 	}

@@ -56,7 +56,7 @@ extra: 1
 		"line 6: webhooks[1].name: \"ops\" is used twice",
 		"line 6: webhooks[1].secret: missing",
 		"line 7: webhooks[1].url: must not carry a user or password",
-		"line 8: webhooks[1].events: \"started\": want escalated, final, reminder or expiry",
+		"line 8: webhooks[1].events: \"started\": want escalated, final, reminder, expiry or incident",
 		"line 9: retry.attempts: must be a whole number from 1 to 1000",
 		"line 9: retry: base (1h0m0s) is longer than max (1m0s)",
 		"line 10: extra: unknown key",

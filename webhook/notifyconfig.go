@@ -42,9 +42,9 @@ type SMTP struct {
 // subscription: a person is paged only for what needs them.
 func formatClasses(format string) []string {
 	if format == FormatStandard {
-		return []string{ClassEscalated, ClassFinal, ClassReminder, ClassExpiry}
+		return []string{ClassEscalated, ClassFinal, ClassReminder, ClassExpiry, ClassIncident}
 	}
-	return []string{ClassEscalated, ClassReminder, ClassExpiry}
+	return []string{ClassEscalated, ClassReminder, ClassExpiry, ClassIncident}
 }
 
 func (p *parser) format(v *yaml.Node, path string) string {

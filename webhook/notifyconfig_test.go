@@ -33,11 +33,11 @@ webhooks:
 		t.Fatalf("console_url %q, want it without the trailing slash", c.ConsoleURL)
 	}
 	std, chat, mail := c.Endpoints[0], c.Endpoints[1], c.Endpoints[2]
-	if std.Format != FormatStandard || !slices.Equal(std.Events, []string{ClassEscalated, ClassFinal, ClassReminder, ClassExpiry}) {
+	if std.Format != FormatStandard || !slices.Equal(std.Events, []string{ClassEscalated, ClassFinal, ClassReminder, ClassExpiry, ClassIncident}) {
 		t.Fatalf("signed endpoint %+v: every event by default", std)
 	}
-	if chat.Format != FormatSlack || chat.URL != "env:SLACK_WEBHOOK_URL" || chat.Wants(ClassFinal) || !chat.Wants(ClassReminder) {
-		t.Fatalf("slack endpoint %+v: escalations, reminders and expiries only", chat)
+	if chat.Format != FormatSlack || chat.URL != "env:SLACK_WEBHOOK_URL" || chat.Wants(ClassFinal) || !chat.Wants(ClassReminder) || !chat.Wants(ClassIncident) {
+		t.Fatalf("slack endpoint %+v: escalations, reminders, expiries and incidents only", chat)
 	}
 	s := mail.SMTP
 	if mail.Format != FormatEmail || s == nil || s.Addr != "smtp.example.com:587" || s.Password != "file:/run/secrets/smtp" ||
@@ -76,7 +76,7 @@ webhooks:
 	for _, want := range []string{
 		"line 1: console_url: must not carry a query or fragment",
 		"line 5: webhooks[0].url: a Slack incoming-webhook URL carries its token: give it as env:NAME or file:PATH",
-		`line 6: webhooks[0].events: "final": want escalated, reminder or expiry`,
+		`line 6: webhooks[0].events: "final": want escalated, reminder, expiry or incident`,
 		"line 9: webhooks[1].secret: not used by format email",
 		`line 11: webhooks[1].smtp.addr: "smtp.example.com": want host:port`,
 		`line 12: webhooks[1].smtp.from: "not an address" is not an e-mail address`,

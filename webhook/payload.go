@@ -58,6 +58,15 @@ func classify(ev pollwarden.Event, op *pollwarden.Operation) (event, bool) {
 	return event{}, false
 }
 
+// jsonBody encodes a webhook's JSON body.
+func jsonBody(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode webhook body: %w", err)
+	}
+	return b, nil
+}
+
 // messageID is the webhook-id of the event at ev: derived from its chain
 // hash, so it is stable across retries, replicas and restarts, and unique
 // across stores.
@@ -75,6 +84,18 @@ func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]po
 	var out []pollwarden.OutboxMessage
 	for _, ev := range evs {
 		switch ev.Kind {
+		case pollwarden.EventIncidentOpened, pollwarden.EventIncidentClosed:
+			e, ok := incidentEvent(ev, d.eventData(ctx, ev))
+			if !ok || seen[e.key] {
+				continue
+			}
+			seen[e.key] = true
+			msgs, err := d.incidentMessages(ctx, e, ev, d.eventData(ctx, ev), now)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, msgs...)
+			continue
 		case pollwarden.EventEscalated, pollwarden.EventSucceeded, pollwarden.EventFinished, pollwarden.EventDecision, pollwarden.EventAction,
 			pollwarden.EventDecisionReminder, pollwarden.EventDecisionExpired:
 		default:
@@ -97,9 +118,9 @@ func (d *Dispatcher) messages(ctx context.Context, evs []pollwarden.Event) ([]po
 			continue
 		}
 		seen[e.key] = true
-		body, err := json.Marshal(Body{Type: e.typ, Timestamp: ev.At.UTC(), Data: Data{Outcome: pollwarden.OutcomeOf(op), EventPos: ev.Pos}})
+		body, err := jsonBody(Body{Type: e.typ, Timestamp: ev.At.UTC(), Data: Data{Outcome: pollwarden.OutcomeOf(op), EventPos: ev.Pos}})
 		if err != nil {
-			return nil, fmt.Errorf("encode webhook body: %w", err)
+			return nil, err
 		}
 		bodies := map[string][]byte{FormatStandard: body}
 		for _, ep := range d.cfg.Endpoints {
