@@ -88,6 +88,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 				cfg.CallbackLoss = callbackLoss
 			}
 			if strategies != "" {
+				cfg.Strategies = nil
 				for _, s := range strings.Split(strategies, ",") {
 					s = strings.TrimSpace(s)
 					if !sim.Known(s) {

@@ -13,6 +13,10 @@ import (
 const (
 	FleetCeiling = "pollwarden-ceiling"
 	FleetShared  = "pollwarden-fleet"
+	// FleetOneOwner is FleetShared with every operation under one owner
+	// (one token, or one CLI user, on every process): the quota without
+	// its fairness across owners. It runs only when asked for by name.
+	FleetOneOwner = "pollwarden-fleet-one-owner"
 )
 
 // FleetStrategies are the fleet scenario's strategies, in table order.
@@ -56,13 +60,13 @@ func (p *realPolicy) joinFleet(cfg *Config) error {
 		every := int64(cfg.QuotaPer) * int64(cfg.Processes) / int64(cfg.QuotaRequests)
 		p.fleet = &ceiling{p: p, every: every, next: make([]int64, cfg.Processes)}
 		return nil
-	case FleetShared:
+	case FleetShared, FleetOneOwner:
 		// The contract declares the provider's quota, as a contract's
 		// quota block does (quota: {requests, per}).
 		c := *p.c
 		c.Quota = &pollwarden.QuotaSpec{Requests: cfg.QuotaRequests, Per: cfg.QuotaPer, Key: pollwarden.QuotaKeyCredential}
 		p.c = &c
-		p.fleet = newSharedKey(p)
+		p.fleet = newSharedKey(p, p.id == FleetOneOwner)
 	}
 	return nil
 }

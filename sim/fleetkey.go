@@ -10,16 +10,20 @@ import (
 
 // sharedKey is the fleet as pollwarden runs it: one row for the
 // credential's key (pollwarden.KeyState), which every operation of every
-// process takes its request from (policy.KeyGrant, as the claim does)
-// and teaches what the provider answered (policy.KeyNote, as the save
-// does). The simulation is one timeline, so the row needs no lock.
+// process takes its request from (policy.KeyGrant, as the claim does:
+// the key's open incident first, then the quota) and teaches what the
+// provider answered (policy.KeyNote, as the save does: a rate limit's
+// hold, and the failures that open or close an incident). The
+// simulation is one timeline, so the row needs no lock.
 type sharedKey struct {
 	p  *realPolicy
 	ks *pollwarden.KeyState
+	// oneOwner records every operation under one owner.
+	oneOwner bool
 }
 
-func newSharedKey(p *realPolicy) *sharedKey {
-	return &sharedKey{p: p, ks: pollwarden.NewKeyState(pollwarden.QuotaKey(p.c))}
+func newSharedKey(p *realPolicy, oneOwner bool) *sharedKey {
+	return &sharedKey{p: p, ks: pollwarden.NewKeyState(pollwarden.QuotaKey(p.c)), oneOwner: oneOwner}
 }
 
 // owner is process proc's name, the owner its operations are recorded
@@ -30,6 +34,9 @@ func (s *sharedKey) admit(_ *engine, k int, now time.Time) (bool, int64) {
 	op := s.p.ops[k]
 	if op.Owner == "" {
 		op.Owner = owner(processOf(k))
+		if s.oneOwner {
+			op.Owner = owner(0)
+		}
 	}
 	ks, g := policy.KeyGrant(s.ks, op, s.p.c, now)
 	if ks != nil {
@@ -42,9 +49,15 @@ func (s *sharedKey) admit(_ *engine, k int, now time.Time) (bool, int64) {
 	return true, since(s.p.ops[k].NextPollAt)
 }
 
-func (s *sharedKey) answered(_ *engine, _ int, op *pollwarden.Operation, obs *pollwarden.Observation, now time.Time) {
-	if ks, _ := policy.KeyNote(s.ks, op, s.p.c, *obs, now); ks != nil {
+func (s *sharedKey) answered(e *engine, _ int, op *pollwarden.Operation, obs *pollwarden.Observation, now time.Time) {
+	ks, eff := policy.KeyNote(s.ks, op, s.p.c, *obs, now)
+	if ks != nil {
 		s.ks = ks
+	}
+	if o := eff.Incident.Opened; o != nil {
+		// One notification for the incident (incident.opened), whatever
+		// the number of operations it holds.
+		e.notify(o.Kind == pollwarden.IncidentOutage, true)
 	}
 }
 

@@ -67,15 +67,15 @@ func paramsOf(c *Config) Params {
 func Known(name string) bool {
 	_, ok := baselineFuncs[name]
 	_, exp := experiments[name]
-	return ok || exp || name == Pollwarden || name == FleetCeiling || name == FleetShared
+	return ok || exp || name == Pollwarden || name == FleetCeiling || name == FleetShared || name == FleetOneOwner
 }
 
 func newStrategy(name string, cfg *Config) (strategy, error) {
 	_, isExp := experiments[name]
 	switch {
-	case (name == FleetCeiling || name == FleetShared) && cfg.QuotaRequests == 0:
+	case (name == FleetCeiling || name == FleetShared || name == FleetOneOwner) && cfg.QuotaRequests == 0:
 		return nil, fmt.Errorf("strategy %q runs only in the %s scenario", name, Fleet)
-	case name == Pollwarden || isExp || name == FleetCeiling || name == FleetShared:
+	case name == Pollwarden || isExp || name == FleetCeiling || name == FleetShared || name == FleetOneOwner:
 		return newRealPolicy(name, cfg)
 	case baselineFuncs[name] != nil:
 		return newBaseline(name, cfg.Seed), nil
