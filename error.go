@@ -26,4 +26,9 @@ var (
 	// its trail stays in the chain, so the id stays taken: a create under
 	// it fails, and no door tells it from an id someone else holds.
 	ErrPruned = errors.New("operation id belongs to a pruned operation")
+	// ErrQuotaHeld: a credentialed request (a cancel, a result fetch) was
+	// held back by its key's shared quota or learned hold for longer than
+	// the caller waits; nothing was sent or recorded. The error says until
+	// when; a door answers it as "try again later".
+	ErrQuotaHeld = errors.New("held by the shared quota")
 )

@@ -26,7 +26,12 @@ func (d *decoder) quota(o *object) *pollwarden.QuotaSpec {
 		return nil
 	}
 	q := &pollwarden.QuotaSpec{Key: pollwarden.QuotaKeyCredential}
-	if _, ok := o.get("requests", true); ok {
+	// requests and per go together; both may be left out only when the
+	// provider's own count is read (remaining_header): the quota is then
+	// what the provider says, nothing declared.
+	_, learned := o.get("remaining_header", false)
+	need := !learned || o.has("requests") || o.has("per")
+	if _, ok := o.get("requests", need); ok {
 		q.Requests = o.integer("requests", 0, 1)
 		if q.Requests > MaxQuotaRequests {
 			v, _ := o.get("requests", false)
@@ -34,7 +39,7 @@ func (d *decoder) quota(o *object) *pollwarden.QuotaSpec {
 			q.Requests = 0
 		}
 	}
-	if _, ok := o.get("per", true); ok {
+	if _, ok := o.get("per", need); ok {
 		per, ok := o.duration("per", 0, false)
 		v, _ := o.get("per", false)
 		switch {

@@ -108,3 +108,24 @@ func TestQuotaFacts(t *testing.T) {
 		t.Errorf("no headers: %+v", f)
 	}
 }
+
+// A quota may be only what the provider counts (remaining_header alone);
+// requests and per then go together, and a rate_limit may give its reset
+// alone.
+func TestQuotaLearnedOnly(t *testing.T) {
+	base := strings.Replace(quotaSrc, "quota:\n  requests: 5000\n  per: 1h\n  remaining_header: x-ratelimit-remaining\n", "", 1)
+	c, err := Parse([]byte(base + "quota: {remaining_header: x-left}\n"))
+	if err != nil || c.Quota == nil || c.Quota.Requests != 0 || c.Quota.RemainingHeader != "x-left" {
+		t.Fatalf("remaining_header alone: %+v, %v", c.Quota, err)
+	}
+	if _, err := Parse([]byte(base + "quota: {requests: 10, remaining_header: x-left}\n")); err == nil || !strings.Contains(err.Error(), "quota.per") {
+		t.Errorf("requests without per: %v", err)
+	}
+	if _, err := Parse([]byte(base + "quota: {key: contract}\n")); err == nil || !strings.Contains(err.Error(), "quota.requests") {
+		t.Errorf("a quota with neither a limit nor a remaining header: %v", err)
+	}
+	reset := strings.Replace(base, "  when:\n    - {status: 403, header: x-ratelimit-remaining, equals: \"0\"}\n", "", 1)
+	if c, err := Parse([]byte(reset)); err != nil || c.RateLimit.ResetHeader != "x-ratelimit-reset" {
+		t.Errorf("rate_limit with its reset alone: %v", err)
+	}
+}

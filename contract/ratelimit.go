@@ -49,12 +49,14 @@ func (d *decoder) rateLimit(o *object) *pollwarden.RateLimitSpec {
 		}
 		rl.When = append(rl.When, sig)
 	}
-	if len(rl.When) == 0 && rl.RetryAfterPath == "" && !o.has("retry_after") {
-		d.addf(o.lineOf("when"), o.child("when"), "must list at least one signal {status, header, equals}")
-	}
 	if _, ok := o.get("retry_after", false); ok {
 		p, unit := d.hint(o, "retry_after", []pollwarden.HintUnit{pollwarden.UnitSeconds, pollwarden.UnitMilliseconds, pollwarden.UnitDuration})
 		rl.RetryAfterPath, rl.RetryAfterUnit = p, unit
+	}
+	// A reset alone is enough: it says when a 429 (always a rate limit)
+	// resets, and when a quota's remaining count renews.
+	if len(rl.When) == 0 && rl.RetryAfterPath == "" && !o.has("retry_after") && !o.has("reset") {
+		d.addf(o.lineOf("when"), o.child("when"), "must list at least one signal {status, header, equals}")
 	}
 	ro := o.obj("reset", false, "header", "unit")
 	if ro.present {

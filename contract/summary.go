@@ -146,8 +146,13 @@ func Summary(c *pollwarden.Contract) string {
 		if q.RemainingHeader != "" {
 			from = "; the provider's count from " + q.RemainingHeader
 		}
-		line("quota:      %d credentialed requests per %s, shared under key %s by every process and replica on the store%s",
-			q.Requests, pollwarden.ShortDuration(q.Per), pollwarden.QuotaKey(c), from)
+		if q.Requests > 0 {
+			line("quota:      %d credentialed requests per %s, shared under key %s by every process and replica on the store%s",
+				q.Requests, pollwarden.ShortDuration(q.Per), pollwarden.QuotaKey(c), from)
+		} else {
+			line("quota:      as the provider counts it (%s), shared under key %s by every process and replica on the store",
+				q.RemainingHeader, pollwarden.QuotaKey(c))
+		}
 	}
 	e := c.Escalation
 	line("extension:  %s with %d more checks per approval", pollwarden.ShortDuration(e.ExtensionTime), e.ExtensionRequests)

@@ -29,6 +29,7 @@ func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id s
 		now := c.clock.Now()
 		var refusal error
 		var events []pollwarden.Event
+		var held *quotaHeld
 		saved, l, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 			OperationID: id, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct),
 			Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
@@ -40,12 +41,21 @@ func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id s
 				next, events, refusal = policy.RequestCancel(fresh, ct, p, now, now.Add(c.leaseTTL(ct)))
 				return next, events
 			},
+			// The cancel carries the credential: it takes from the key's
+			// quota; held, nothing is recorded and the decision waits for
+			// the slot (or is refused, ErrQuotaHeld, when it is far).
+			Quota: quotaTake(ct, now, false, &held),
 		})
 		switch {
 		case err != nil:
 			return nil, err
 		case refusal != nil:
 			return nil, refusal
+		case held != nil:
+			if err := c.waitQuota(ctx, held, "the cancel is held by the shared quota of "+pollwarden.QuotaKey(ct)); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: a slot of the shared quota is free now", pollwarden.ErrConflict)
 		case l != nil:
 			c.changed(saved, events)
 			lease = l
@@ -151,6 +161,7 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 		res, err := c.step(ctx, ex, next, up)
 		return res, true, err
 	}
+	var held *quotaHeld
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
@@ -161,12 +172,16 @@ func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extract
 			events = evs
 			return n, evs
 		},
+		Quota: quotaTake(ct, now, false, &held),
 	})
 	switch {
 	case errors.Is(err, pollwarden.ErrLeaseHeld):
 		return retry, true, nil
 	case err != nil:
 		return StepResult{}, true, err
+	case held != nil:
+		// The cancel is sent again once the key frees a slot.
+		return StepResult{Op: op, Until: held.grant.Until}, true, nil
 	case lease == nil:
 		return retry, true, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/contract"
@@ -71,14 +72,8 @@ func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id
 	shown := auditURL(url)
 	// Counted in the same write as the started event, before the request
 	// leaves: a crash or another door cannot send one more than allowed.
-	var sent bool
-	var refusal string
-	if err := c.record(bg, id, func(op *pollwarden.Operation) pollwarden.Event {
-		var e pollwarden.Event
-		e, sent = policy.StartResultFetch(op, ct, actor, shown, c.clock.Now())
-		refusal = e.Data.Detail
-		return e
-	}); err != nil {
+	sent, refusal, err := c.startFetch(bg, ctx, ct, id, actor, shown)
+	if err != nil {
 		return ResultFetch{}, err
 	}
 	if !sent {
@@ -98,6 +93,51 @@ func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id
 		return out, fmt.Errorf("%w: %s", ErrResultFailed, r.Problem)
 	}
 	return out, nil
+}
+
+// startFetch records a result fetch's start (or its refusal at the
+// limit), counted, and takes the request from the key's shared quota in
+// the same write (a claim whose lease is freed at once). A fetch the key
+// holds records nothing and waits for its slot, within MaxQuotaWait and
+// the caller's context wait; otherwise it is refused (ErrQuotaHeld).
+func (c *Controller) startFetch(ctx, wait context.Context, ct *pollwarden.Contract, id string, actor pollwarden.Actor, shown string) (sent bool, refusal string, err error) {
+	for {
+		var held *quotaHeld
+		_, err = c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
+			now := c.clock.Now()
+			var events []pollwarden.Event
+			take := quotaTake(ct, now, false, &held)
+			grant := take.Grant
+			take.Grant = func(ks *pollwarden.KeyState, op *pollwarden.Operation, at time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+				if !sent {
+					held = nil // a refusal at the limit sends nothing
+					return nil, pollwarden.KeyGrant{OK: true}
+				}
+				return grant(ks, op, at)
+			}
+			saved, l, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
+				OperationID: id, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct),
+				Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
+					var e pollwarden.Event
+					e, sent = policy.StartResultFetch(fresh, ct, actor, shown, now)
+					refusal, events = e.Data.Detail, []pollwarden.Event{e}
+					return fresh, events
+				},
+				Quota: take,
+			})
+			if l != nil {
+				c.changed(saved, events)
+				err = c.store.LeaseRelease(ctx, l)
+			}
+			return saved, err
+		})
+		if err != nil || held == nil {
+			return sent, refusal, err
+		}
+		if err := c.waitQuota(wait, held, "the result fetch is held by the shared quota of "+pollwarden.QuotaKey(ct)); err != nil {
+			return false, "", err
+		}
+	}
 }
 
 // record appends one event to the operation without changing its state,

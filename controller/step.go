@@ -100,6 +100,7 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 	// transaction. gate keeps what the checks said when they refused.
 	var gate policy.GateResult
 	var reservation []pollwarden.Event
+	var held *quotaHeld
 	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
 	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
@@ -112,6 +113,9 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 			next, reservation = policy.CountRequest(fresh, ct, now)
 			return next, reservation
 		},
+		// The request is taken from its key's shared quota in the same
+		// write; a held one records its wait instead (shared_quota).
+		Quota: quotaTake(ct, now, true, &held),
 	})
 	endClaim(claimSpan, lease != nil, err)
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
@@ -122,6 +126,11 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 	}
 	if err != nil {
 		return StepResult{}, err
+	}
+	if lease == nil && held != nil && reserved != nil {
+		// The key held the request: its wait is recorded, nothing sent.
+		c.changed(reserved, held.events)
+		return StepResult{Op: reserved, Until: reserved.NextPollAt}, nil
 	}
 	if lease == nil {
 		// The reloaded record allows no request (another owner moved it
@@ -147,9 +156,12 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 // set once it did, or once the lease is known lost).
 func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool) (StepResult, error) {
 	ct := ex.Contract()
+	// note, once the answer is in, is what it teaches the key: saved
+	// with the answer's record.
+	var note *pollwarden.QuotaNote
 	finish := func(op *pollwarden.Operation, events []pollwarden.Event, now time.Time) error {
 		rctx, span := c.startSpan(ctx, "pollwarden.record", op.ID, op.Contract, trace.SpanKindInternal)
-		err := c.saveRelease(rctx, op, lease, events, now)
+		err := c.write(rctx, pollwarden.SaveParams{Op: op, Lease: lease, Events: events, Now: now, Release: true, Quota: note})
 		endSpan(span, op, err)
 		*released = err == nil || errors.Is(err, pollwarden.ErrLeaseLost)
 		return err
@@ -196,7 +208,8 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 		obs.DeniedBody = resp.DeniedBody()
 	}
 	st := c.decided(ct, reserved, policy.Decide(reserved, ct, obs, now, c.rand), now)
-	if err := finish(st.Op, st.Events, now); err != nil {
+	note = quotaNote(ct, reserved, obs)
+	if err := finish(st.Op, append(st.Events, quotaRejections(st.Op, ct, obs, now)...), now); err != nil {
 		return StepResult{}, err
 	}
 	res := StepResult{Op: st.Op, Sent: true}
@@ -301,6 +314,7 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 		if at.IsZero() {
 			at = r.SentAt
 		}
+		obs.Quota = contract.QuotaFacts(ct, r.Headers, at)
 		why, wait := r.RateLimit(ex, at)
 		obs.RateLimitSignal = why
 		if (why != "" || r.Status == http.StatusTooManyRequests) && obs.RetryAfter == "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -67,10 +68,16 @@ func short(s string) string {
 func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
 	ct := ex.Contract()
 	for op.Phase.Submitting() {
-		next, turn, err := c.submitTurn(ctx, ex, op)
+		next, turn, until, err := c.submitTurnUntil(ctx, ex, op)
 		switch {
 		case err != nil:
 			return next, err
+		case turn == turnQuota:
+			// The key frees a slot at until: the submission waits for it
+			// (the caller's context bounds the wait).
+			if err := c.clock.Sleep(ctx, max(until.Sub(c.clock.Now()), 0)); err != nil {
+				return op, err
+			}
 		case turn == turnHeld:
 			// Another process is sending it, or died sending it: its
 			// lease expires, then the record says what happened.
@@ -101,6 +108,7 @@ const (
 	turnHeld                // another owner holds the lease
 	turnAgain               // answered ambiguously with a stored key: to be sent again after the backoff
 	turnSent                // sent and answered; the record says what next
+	turnQuota               // held by the key's shared quota: nothing sent or recorded; send once a slot frees
 )
 
 // submitTurn takes one claim of op's submission and does what the
@@ -109,10 +117,28 @@ const (
 // past its deadline) with the question for a person. At most one request
 // leaves.
 func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, turn, error) {
+	next, t, _, err := c.submitTurnUntil(ctx, ex, op)
+	return next, t, err
+}
+
+// submitTurnUntil is submitTurn that also says, for turnQuota, when the
+// key frees the slot.
+func (c *Controller) submitTurnUntil(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, turn, time.Time, error) {
 	ct := ex.Contract()
 	now := c.clock.Now()
 	var events []pollwarden.Event
 	send := false
+	var held *quotaHeld
+	take := quotaTake(ct, now, false, &held)
+	grant := take.Grant
+	take.Grant = func(ks *pollwarden.KeyState, o *pollwarden.Operation, at time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+		if !send {
+			// This turn sends nothing (it escalates): nothing to take.
+			held = nil
+			return nil, pollwarden.KeyGrant{OK: true}
+		}
+		return grant(ks, o, at)
+	}
 	saved, lease, err := c.store.OperationClaim(ctx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
@@ -120,26 +146,32 @@ func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op 
 			next, events, send = policy.SubmitTurn(fresh, ct, now)
 			return next, events
 		},
+		// The submission carries the credential: it takes from the key's
+		// quota, and a held one records nothing and is sent once a slot
+		// frees.
+		Quota: take,
 	})
 	switch {
 	case errors.Is(err, pollwarden.ErrLeaseHeld):
-		return op, turnHeld, nil
+		return op, turnHeld, time.Time{}, nil
 	case err != nil:
-		return nil, turnSettled, err
+		return nil, turnSettled, time.Time{}, err
+	case held != nil:
+		return op, turnQuota, held.grant.Until, nil
 	case lease == nil:
 		cur, err := c.store.OperationGet(ctx, op.ID)
-		return cur, turnSettled, err
+		return cur, turnSettled, time.Time{}, err
 	}
 	c.changed(saved, events)
 	if !send {
 		err := c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
-		return saved, turnSettled, err
+		return saved, turnSettled, time.Time{}, err
 	}
 	next, again, err := c.sendSubmission(ctx, ex, saved, lease)
 	if again {
-		return next, turnAgain, err
+		return next, turnAgain, time.Time{}, err
 	}
-	return next, turnSent, err
+	return next, turnSent, time.Time{}, err
 }
 
 // stepSubmission is the daemon's step of an operation left in
@@ -162,12 +194,14 @@ func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Extractor,
 	if due := policy.SubmitOrphanDue(op, c.leaseTTL(ct)); now.Before(due) {
 		return StepResult{Op: op, Until: due}, nil
 	}
-	next, t, err := c.submitTurn(ctx, ex, op.Clone())
+	next, t, until, err := c.submitTurnUntil(ctx, ex, op.Clone())
 	if err != nil || next == nil {
 		return StepResult{Op: next}, err
 	}
 	res := StepResult{Op: next, Sent: t == turnSent || t == turnAgain}
 	switch {
+	case t == turnQuota:
+		res.Until = until
 	case t == turnHeld:
 		res.Until = now.Add(c.leaseTTL(ct))
 	case t == turnAgain:

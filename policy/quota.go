@@ -58,7 +58,7 @@ func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.C
 	gap := keyInterval(next, c, now)
 	free := keyFree(next, now)
 	if !now.Before(free) && (gap == 0 || ahead(next, prio, owner, now, false) == 0) {
-		if gap > 0 || c.Quota != nil {
+		if gap > 0 || declared(c) {
 			grant(next, now, gap, owner)
 			changed = true
 		}
@@ -85,7 +85,7 @@ func heldDetail(ks *pollwarden.KeyState, c *pollwarden.Contract, now, free time.
 	switch {
 	case now.Before(ks.HoldUntil) && !ks.HoldUntil.Before(free):
 		why = fmt.Sprintf("the provider holds %s until %s (%s)", ks.Key, ks.HoldUntil.UTC().Format(time.RFC3339), ks.HoldWhy)
-	case c.Quota != nil:
+	case declared(c):
 		why = fmt.Sprintf("the shared quota of %s allows %d requests per %s", ks.Key, c.Quota.Requests, c.Quota.Per)
 	default:
 		why = fmt.Sprintf("the provider's count for %s asks for spacing", ks.Key)
@@ -203,10 +203,10 @@ func granted(ks *pollwarden.KeyState, owner string) int {
 // one (Per long, from its start) is over: the window's counts, which the
 // views show and fairness reads, start again.
 func rollWindow(ks *pollwarden.KeyState, now time.Time, c *pollwarden.Contract) bool {
-	q := c.Quota
-	if q == nil || q.Per <= 0 {
+	if !declared(c) {
 		return false
 	}
+	q := c.Quota
 	changed := ks.Requests != q.Requests || ks.Per != q.Per
 	ks.Requests, ks.Per = q.Requests, q.Per
 	if !ks.WindowStart.IsZero() && now.Before(ks.WindowStart.Add(q.Per)) {
@@ -265,6 +265,12 @@ func wait(ks *pollwarden.KeyState, prio int, owner string, until time.Time) {
 		ks.Waiting = append(ks.Waiting[:first], ks.Waiting[first+1:]...)
 	}
 	ks.Waiting = append(ks.Waiting, pollwarden.KeyWaiter{Priority: prio, Owner: owner, Count: 1, Until: until})
+}
+
+// declared reports whether c declares a quota of its own (requests per
+// per), not only the provider's count.
+func declared(c *pollwarden.Contract) bool {
+	return c.Quota != nil && c.Quota.Requests > 0 && c.Quota.Per > 0
 }
 
 func maxTime(a, b time.Time) time.Time {

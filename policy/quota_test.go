@@ -280,3 +280,28 @@ func TestKeyNoteBadProviderValues(t *testing.T) {
 		})
 	}
 }
+
+// Without a declared limit, the provider's count alone spaces requests
+// until its reset; nothing else holds them, and no row is written for a
+// grant it does not space.
+func TestKeyGrantLearnedOnly(t *testing.T) {
+	c := &pollwarden.Contract{Name: "q", Backoff: pollwarden.Backoff{Base: time.Second},
+		Quota: &pollwarden.QuotaSpec{Key: pollwarden.QuotaKeyCredential, RemainingHeader: "x-left"}}
+	ks := pollwarden.NewKeyState("k")
+	if next, g := policy.KeyGrant(ks, quotaOp("a", "x", 5), c, quotaT0); next != nil || !g.OK {
+		t.Fatalf("nothing learned yet: %+v, %+v", next, g)
+	}
+	obs := pollwarden.Observation{Status: 200, Quota: pollwarden.QuotaFacts{Remaining: "4", HasRemaining: true, ResetIn: 40 * time.Second, HasReset: true}}
+	ks, _ = policy.KeyNote(ks, quotaOp("a", "x", 5), c, obs, quotaT0)
+	if g := take(&ks, quotaOp("a", "x", 5), c, quotaT0); !g.OK {
+		t.Fatalf("first: %+v", g)
+	}
+	if g := take(&ks, quotaOp("b", "x", 5), c, quotaT0.Add(time.Second)); g.OK || !g.Until.Equal(quotaT0.Add(10*time.Second)) {
+		t.Fatalf("4 left for 40 s: %+v; want the next at +10s", g)
+	}
+	obs.Quota.Remaining = "99999999999999"
+	_, eff := policy.KeyNote(pollwarden.NewKeyState("k"), quotaOp("a", "x", 5), c, obs, quotaT0)
+	if len(eff.Ignored) != 1 || !strings.Contains(eff.Ignored[0], "bounded to 1000000000") {
+		t.Fatalf("huge count without a declared quota: %q", eff.Ignored)
+	}
+}

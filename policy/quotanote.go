@@ -112,6 +112,9 @@ func KeyFacts(c *pollwarden.Contract, obs pollwarden.Observation) KeyLesson {
 	return l
 }
 
+// maxRemaining bounds a remaining count where no quota is declared.
+const maxRemaining = 1_000_000_000
+
 // remainingCount reads the provider's remaining count: a negative or
 // non-numeric value is ignored, one above the declared quota is bounded
 // to it (the quota caps the requests anyway), each with a reason.
@@ -121,7 +124,7 @@ func remainingCount(q *pollwarden.QuotaSpec, raw string, ignored *[]string) (int
 	var ne *strconv.NumError
 	switch {
 	case err != nil && errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) && !strings.HasPrefix(s, "-"):
-		n = int64(q.Requests) + 1 // huge: bounded below
+		n = max(int64(q.Requests), maxRemaining) + 1 // huge: bounded below
 	case err != nil:
 		*ignored = append(*ignored, fmt.Sprintf("%s %q is not a whole number: ignored", q.RemainingHeader, clipText(s)))
 		return 0, false
@@ -129,7 +132,12 @@ func remainingCount(q *pollwarden.QuotaSpec, raw string, ignored *[]string) (int
 		*ignored = append(*ignored, fmt.Sprintf("%s %d is negative: ignored", q.RemainingHeader, n))
 		return 0, false
 	}
-	if n > int64(q.Requests) {
+	if q.Requests == 0 && n > maxRemaining {
+		*ignored = append(*ignored, fmt.Sprintf("%s %s is more than %d: bounded to %d",
+			q.RemainingHeader, clipText(s), maxRemaining, maxRemaining))
+		return maxRemaining, true
+	}
+	if q.Requests > 0 && n > int64(q.Requests) {
 		*ignored = append(*ignored, fmt.Sprintf("%s %s is more than the quota's %d requests: bounded to %d",
 			q.RemainingHeader, clipText(s), q.Requests, q.Requests))
 		n = int64(q.Requests)
