@@ -152,6 +152,7 @@ type sortedData struct {
 	Elapsed       string                 `json:"elapsed,omitempty"`
 	Hint          string                 `json:"hint,omitempty"`
 	HTTPStatus    int                    `json:"http_status,omitempty"`
+	Incident      string                 `json:"incident,omitempty"`
 	MaxRequests   int                    `json:"max_status_requests,omitempty"`
 	NextPollAt    *time.Time             `json:"next_poll_at,omitempty"`
 	Option        string                 `json:"option,omitempty"`
@@ -177,7 +178,7 @@ func sortedPayload(d pollwarden.EventData) ([]byte, bool) {
 		NextPollAt: d.NextPollAt, Option: d.Option, PrevState: d.PrevState, ProviderJobID: d.ProviderJobID,
 		RequestID: d.RequestID, ProviderState: d.ProviderState, RateLimited: d.RateLimited, Reason: d.Reason, RetryAfter: d.RetryAfter,
 		State: d.State, RequestsUsed: d.RequestsUsed, Transport: d.Transport, FailuresUsed: d.FailuresUsed,
-		Bytes: d.Bytes, SHA256: d.SHA256, URL: d.URL, Pages: d.Pages}
+		Bytes: d.Bytes, SHA256: d.SHA256, URL: d.URL, Pages: d.Pages, Incident: d.Incident}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

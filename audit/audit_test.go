@@ -396,7 +396,7 @@ func TestSortedPayload(t *testing.T) {
 	full := pollwarden.EventData{State: "s", PrevState: "p", HTTPStatus: 1, Transport: "t", RequestID: "r", RetryAfter: "ra",
 		RequestsUsed: 2, MaxRequests: 3, FailuresUsed: 4, RateLimited: 5, DeadlineAt: &at, NextPollAt: &at,
 		DelaySource: "ds", Decision: "d", Reason: "re", Detail: "de", Hint: "h", Actor: &pollwarden.Actor{Name: "n", Role: "ro"},
-		Option: "o", Elapsed: "e", ProviderJobID: "j", ProviderState: "ps", URL: "u", Bytes: 6, SHA256: "sh", Pages: 7}
+		Option: "o", Elapsed: "e", ProviderJobID: "j", ProviderState: "ps", URL: "u", Bytes: 6, SHA256: "sh", Pages: 7, Incident: "i"}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name

@@ -54,6 +54,10 @@ func quotaWait(op *pollwarden.Operation, g pollwarden.KeyGrant, now time.Time) (
 		until = next.DeadlineAt
 	}
 	next.NextPollAt, next.NextPollSource, next.NextPollSpread = until, g.Source, false
+	if g.Source == pollwarden.DelayProviderIncident {
+		// The incident's decision applies to the operations it holds.
+		next.HeldBy = g.Incident
+	}
 	at := until
 	ev := pollwarden.Event{OperationID: op.ID, At: now, Kind: pollwarden.EventNextCheckScheduled, Data: pollwarden.EventData{
 		NextPollAt: &at, DelaySource: g.Source,

@@ -39,6 +39,9 @@ func RunKeys(t *testing.T, open func(t *testing.T) (pollwarden.Store, func() pol
 		{"RefusedSaveTeachesNothing", testKeyNoteRefusedSave},
 		{"QuotaSharedAcrossHandles", testKeyShared},
 		{"ListAndGet", testKeyListGet},
+		{"IncidentOpensWithTheSave", testIncidentOpensWithTheSave},
+		{"IncidentClosedByTheProbe", testIncidentClosedByTheProbe},
+		{"IncidentDecide", testIncidentDecide},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first, another := open(t)

@@ -121,6 +121,7 @@ func fullOp(id string) *pollwarden.Operation {
 	op.CompletedPolls, op.ApprovedCalls = 4, 1
 	op.NextPollAt = at(90*time.Second + 7)
 	op.NextPollSpread = true
+	op.HeldBy = "inc-0123456789abcdef"
 	op.JitterFactor = 0.6180339887498949 // any float64 must come back exactly
 	op.Phase, op.Reason = pollwarden.PhaseEscalated, pollwarden.ReasonRequestBudgetExhausted
 	op.LastState, op.LastHTTP, op.LastHTTPAt, op.LastRequestID = "running", 503, ptr(at(time.Minute+1)), "req-9"

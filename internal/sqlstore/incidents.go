@@ -237,3 +237,24 @@ func (s *Store) clearKeyIncident(ctx context.Context, tx Querier, key, id string
 	_, err = tx.Exec(ctx, st.SQL, st.Args...)
 	return err
 }
+
+// noteIncidents writes what a save's answer did to its key's incidents
+// (the Effects policy.KeyNote left on the key's row) in the save's
+// transaction, and returns their audit events, prepared, to append with
+// the save's own; withEvents is false when the save appends none (its
+// read took no chain head), and then only the rows are written.
+func (s *Store) noteIncidents(ctx context.Context, tx Querier, keys *keyTx, key string, op *pollwarden.Operation, at time.Time, withEvents bool) ([]pollwarden.Event, error) {
+	ks, err := keys.get(key)
+	if err != nil || ks.Incident.Effects == nil {
+		return nil, err
+	}
+	fx := *ks.Incident.Effects
+	ks.Incident.Effects = nil
+	if err := s.writeIncidents(ctx, tx, fx); err != nil {
+		return nil, err
+	}
+	if !withEvents {
+		return nil, nil
+	}
+	return prepareEvents(s.sealer, op.ID, pollwarden.IncidentEvents(op, fx, at))
+}

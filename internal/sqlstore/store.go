@@ -1,10 +1,12 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -324,7 +326,7 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 	}
 	err = s.writeGrouped(ctx, rowWrite{
 		opID: op.ID, query: query, group: group, dest: dest, caller: p.Now, chain: &cs, key: key,
-		decide: func(_ context.Context, _ Querier, found bool, now time.Time, keys *keyTx) (*Stmt, []pollwarden.Event, error) {
+		decide: func(ctx context.Context, tx Querier, found bool, now time.Time, keys *keyTx) (*Stmt, []pollwarden.Event, error) {
 			if !found {
 				return nil, nil, pollwarden.ErrNotFound
 			}
@@ -334,13 +336,21 @@ func (s *Store) OperationSave(ctx context.Context, p pollwarden.SaveParams) erro
 			if version != op.Version {
 				return nil, nil, fmt.Errorf("%w: stored version %d, yours %d", pollwarden.ErrConflict, version, op.Version)
 			}
+			all := evs
 			if p.Quota != nil {
 				if err := noteKey(keys, p.Quota, now); err != nil {
 					return nil, nil, err
 				}
+				// Last, once every check passed: the incidents the
+				// answer opened or closed, and their events.
+				extra, err := s.noteIncidents(ctx, tx, keys, p.Quota.Key, op, cmp.Or(p.Now, now), len(evs) > 0)
+				if err != nil {
+					return nil, nil, err
+				}
+				all = append(slices.Clip(evs), extra...)
 			}
 			sql, set := s.q.up.stmt(kind, &stored, args)
-			return &Stmt{sql, append(set, op.ID)}, evs, nil
+			return &Stmt{sql, append(set, op.ID)}, all, nil
 		},
 	})
 	if err != nil {
