@@ -197,7 +197,7 @@ func refusal(err error) (int, string) {
 		return http.StatusInternalServerError, "The decision could not be saved; see the daemon's log. Nothing was decided."
 	}
 	switch p.Kind {
-	case operations.Invalid:
+	case operations.Invalid, operations.Unknown:
 		return http.StatusUnprocessableEntity, "Refused: " + p.Error()
 	case operations.Forbidden:
 		return http.StatusForbidden, "Refused: " + p.Error()

@@ -54,8 +54,9 @@ func quotaWait(op *pollwarden.Operation, g pollwarden.KeyGrant, now time.Time) (
 		until = next.DeadlineAt
 	}
 	next.NextPollAt, next.NextPollSource, next.NextPollSpread = until, g.Source, false
+	// The incident's decision applies to the operations it holds.
+	next.HeldBy = ""
 	if g.Source == pollwarden.DelayProviderIncident {
-		// The incident's decision applies to the operations it holds.
 		next.HeldBy = g.Incident
 	}
 	at := until

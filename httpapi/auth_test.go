@@ -33,6 +33,7 @@ func TestAuthMatrix(t *testing.T) {
 		{"admin", adminToken, admins},
 	}
 	n := 0
+	incident := "" // opened at the first incident route: it holds the key's operations
 	// request builds a valid request for the route, fresh for each call
 	// that consumes something (an id to create, an escalation to cancel).
 	request := func(rt route, c caller) (path string, body any) {
@@ -51,6 +52,15 @@ func TestAuthMatrix(t *testing.T) {
 				r.escalated(id, "export")
 			}
 			return strings.ReplaceAll(rt.path, "{id}", id), nil
+		case "GET /v1/incidents/{id}", "POST /v1/incidents/{id}/decisions":
+			if incident == "" {
+				incident = r.credentialIncident()
+			}
+			path = strings.ReplaceAll(rt.path, "{id}", incident)
+			if rt.method == "GET" {
+				return path, nil
+			}
+			return path, map[string]any{"option": "abandon"}
 		case "POST /v1/operations/{id}/abandon":
 			id := fmt.Sprintf("op-abandon-%d", n)
 			if c.role >= agents {
@@ -96,6 +106,12 @@ func TestAuthMatrix(t *testing.T) {
 				case c.role < need(rt):
 					if a.status != http.StatusForbidden || a.errorCode(t) != codeForbidden {
 						t.Fatalf("%d %s, want 403 forbidden", a.status, a.body)
+					}
+				case rt.path == "/v1/incidents/{id}/decisions":
+					// Past the guard: the first approver's decision closes
+					// the incident, and the next finds it closed.
+					if a.status != http.StatusOK && a.status != http.StatusConflict {
+						t.Fatalf("%d %s, want 200, or 409 once it is closed", a.status, a.body)
 					}
 				case rt.path == "/v1/operations/{id}/result":
 					// Past the guard, a waiting operation's result is refused

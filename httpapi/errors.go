@@ -15,6 +15,7 @@ const (
 	codeInvalidJSON      = "invalid_json"
 	codeUnknownField     = "unknown_field"
 	codeUnprocessable    = "unprocessable"
+	codeBadRequest       = "bad_request"
 	codeNotFound         = "not_found"
 	codeConflict         = "conflict"
 	codeUnauthorized     = "unauthorized"
@@ -73,6 +74,8 @@ func problem(err error) error {
 		return errorf(http.StatusForbidden, codeForbidden, "%s", p.Error())
 	case operations.Unauthenticated:
 		return errorf(http.StatusUnauthorized, codeUnauthorized, "%s", p.Error())
+	case operations.Unknown:
+		return errorf(http.StatusBadRequest, codeBadRequest, "%s", p.Error())
 	case operations.Exhausted:
 		return errorf(http.StatusTooManyRequests, codeExhausted, "%s", p.Error())
 	}

@@ -135,7 +135,7 @@ func (s *Service) DecideIncident(ctx context.Context, p IncidentDecisionParams) 
 	}
 	switch {
 	case p.Option != pollwarden.OptionAbandon && p.Option != pollwarden.OptionRetryCredential:
-		return nil, refuse(Invalid, "option", "option %s is not an incident's: want %s or %s",
+		return nil, refuse(Unknown, "option", "option %s is not an incident's: want %s or %s",
 			display.Clip(p.Option), pollwarden.OptionRetryCredential, pollwarden.OptionAbandon)
 	case utf8.RuneCountInString(p.Note) > MaxNote:
 		return nil, refuse(Invalid, "note", "note is longer than %d characters", MaxNote)

@@ -18,6 +18,10 @@ type Kind string
 const (
 	// Invalid: the input is malformed or outside what the contract allows.
 	Invalid Kind = "invalid"
+	// Unknown: the input names something outside the door's fixed
+	// vocabulary (an incident decision's option): the request itself is
+	// wrong, whatever the record says.
+	Unknown Kind = "unknown"
 	// NotFound: no such operation, or one the caller may not see.
 	NotFound Kind = "not-found"
 	// Conflict: the input is well formed but the record does not allow it

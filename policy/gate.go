@@ -82,9 +82,6 @@ func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up 
 	if g, ok := spreadLate(op, c, now, up); ok {
 		return g
 	}
-	if g, ok := ResumeAfterIncident(op, c, now); ok {
-		return g
-	}
 	return GateResult{Verdict: Send, Op: op}
 }
 
@@ -173,7 +170,7 @@ func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now tim
 func CountRequest(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	next.StatusRequestsUsed++
-	next.NextPollSpread = false
+	next.NextPollSpread, next.HeldBy = false, ""
 	if c.Status.EachCallNeedsApproval() {
 		next.ApprovedCalls--
 	}

@@ -203,52 +203,45 @@ func closing(o *pollwarden.OpenIncident, key string, now time.Time, why string) 
 	return &pollwarden.Incident{ID: o.ID, Key: key, Kind: o.Kind, OpenedAt: o.OpenedAt, ClosedAt: &t, ClosedBy: why, Probes: o.Probes}
 }
 
-// ResumeAfterIncident spreads the first request of an operation that an
+// resumeAfterIncident spreads the first request of an operation that an
 // incident held, once the incident is gone: held operations would
 // otherwise all send on their next wake-up, a burst at a provider just
 // back. Like a late wake-up (spreadLate), the request moves once to now +
 // u·d, d the operation's next backoff delay, u drawn from its id; the
-// moved time is marked, so that wake-up sends. ok is false when op was
-// not held, or the spread would reach the deadline (then it sends now).
-func ResumeAfterIncident(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (GateResult, bool) {
-	if op.NextPollSource != pollwarden.DelayProviderIncident || op.NextPollSpread {
-		return GateResult{}, false
-	}
+// wait is recorded with the delay source local_backoff, so that wake-up
+// sends. ok is false when the spread would reach the deadline (then it
+// sends now, while it still may).
+func resumeAfterIncident(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (pollwarden.KeyGrant, bool) {
 	d := Delay(c.Backoff, op.CompletedPolls, op.JitterFactor)
 	at := now.Add(time.Duration(spreadFraction(op) * float64(d)))
 	if !at.Before(op.DeadlineAt) {
-		return GateResult{}, false
+		return pollwarden.KeyGrant{}, false
 	}
-	next := op.Clone()
-	next.NextPollAt, next.NextPollSpread, next.NextPollSource, next.HeldBy = at, true, pollwarden.DelayLocalBackoff, ""
-	t := at
-	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
-		NextPollAt: &t, DelaySource: next.NextPollSource,
-		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests,
-		Detail: "the incident that held this operation is over: its next request goes a little later, so that the held operations do not all send at once",
-	})
-	return GateResult{Verdict: Wait, Until: at, Op: next, Events: []pollwarden.Event{ev}, Spread: true}, true
+	return pollwarden.KeyGrant{Until: at, Source: pollwarden.DelayLocalBackoff,
+		Detail: "the incident that held this operation is over: its next request goes a little later, so that the held operations do not all send at once"}, true
 }
 
-// HoldForIncident is the record of an operation held by an incident: its
-// next look at g.Until with the delay source provider_incident, no budget
-// spent.
-func HoldForIncident(op *pollwarden.Operation, g IncidentGrant, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
+// resumed is op as the quota sees it once its incident's hold is over.
+func resumed(op *pollwarden.Operation) *pollwarden.Operation {
 	next := op.Clone()
-	next.NextPollAt, next.NextPollSource, next.NextPollSpread, next.HeldBy = g.Until, pollwarden.DelayProviderIncident, false, g.Incident
-	t := g.Until
-	ev := newEvent(next, now, pollwarden.EventNextCheckScheduled, pollwarden.EventData{
-		NextPollAt: &t, DelaySource: next.NextPollSource, Incident: g.Incident,
-		RequestsUsed: next.StatusRequestsUsed, MaxRequests: next.MaxStatusRequests, Detail: g.Detail,
-	})
-	return next, []pollwarden.Event{ev}
+	next.NextPollSource = pollwarden.DelayLocalBackoff
+	return next
 }
 
 // keyIncident is the incident's check in front of the quota (KeyGrant):
 // while an incident is open under the key, a request it holds never
 // reaches the quota; the probe it lets go is then the quota's to grant,
-// and takes the probe slot only if the quota grants it.
+// and takes the probe slot only if the quota grants it. Once the
+// incident is over, an operation it held resumes spread.
 func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+	if ks.Incident.Open == nil {
+		// Held by an incident that is over: spread, then the quota.
+		if g, ok := resumeAfterIncident(op, c, now); ok {
+			return nil, g
+		}
+		without := cloneKey(ks)
+		return KeyGrant(without, resumed(op), c, now)
+	}
 	is, g := GrantIncident(ks.Incident, op, c, now)
 	if !g.Send {
 		return nil, pollwarden.KeyGrant{Until: g.Until, Source: pollwarden.DelayProviderIncident, Detail: g.Detail, Incident: g.Incident}

@@ -163,29 +163,29 @@ func TestIncidentHoldNeverPassesTheDeadline(t *testing.T) {
 		t.Fatalf("hold until %s past the deadline %s", g.Until, op.DeadlineAt)
 	}
 	// At the deadline, Gate (which runs first) escalates deadline_exceeded.
-	held, _ := HoldForIncident(op, g, now)
+	held := op.Clone()
+	held.NextPollAt, held.NextPollSource = g.Until, pollwarden.DelayProviderIncident
 	if r := Gate(held, c, g.Until); r.Verdict != Stop || r.Op.Reason != pollwarden.ReasonDeadlineExceeded {
 		t.Fatalf("gate at the deadline: %v %s", r.Verdict, r.Op.Reason)
-	}
-	if held.NextPollSource != pollwarden.DelayProviderIncident || held.StatusRequestsUsed != op.StatusRequestsUsed {
-		t.Fatalf("held: source %s, requests %d (was %d)", held.NextPollSource, held.StatusRequestsUsed, op.StatusRequestsUsed)
 	}
 }
 
 func TestIncidentResumeIsSpread(t *testing.T) {
 	c := testContract()
+	ks := pollwarden.NewKeyState(incKey) // the incident is over
 	at := map[time.Time]int{}
 	for i := range 200 {
 		op := opNamed(t, c, fmt.Sprintf("held-%d", i))
 		op.CompletedPolls = 3
-		op.NextPollSource = pollwarden.DelayProviderIncident
-		g, ok := ResumeAfterIncident(op, c, t0)
-		if !ok || g.Verdict != Wait || !g.Op.NextPollSpread {
+		op.NextPollSource, op.HeldBy = pollwarden.DelayProviderIncident, "inc-x"
+		_, g := KeyGrant(ks, op, c, t0)
+		if g.OK || g.Source != pollwarden.DelayLocalBackoff || g.Until.Before(t0) {
 			t.Fatalf("held op after the incident: %+v", g)
 		}
 		at[g.Until.Truncate(time.Second)]++
-		if again, ok := ResumeAfterIncident(g.Op, c, t0); ok {
-			t.Fatalf("a resumed op was spread twice: %+v", again)
+		op.NextPollSource = g.Source
+		if _, again := KeyGrant(ks, op, c, g.Until); !again.OK {
+			t.Fatalf("a resumed op was held again: %+v", again)
 		}
 	}
 	for s, n := range at {

@@ -44,7 +44,7 @@ const (
 // goes to the most deserving waiter (see ahead): a less urgent request is
 // held while one more urgent waits for it.
 func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
-	if ks.Incident.Open != nil {
+	if ks.Incident.Open != nil || op.NextPollSource == pollwarden.DelayProviderIncident {
 		return keyIncident(ks, op, c, now)
 	}
 	next := cloneKey(ks)

@@ -53,12 +53,12 @@ func (d *Dispatcher) incidentOf(ctx context.Context, id string) (*pollwarden.Inc
 // operation it holds.
 func incidentRequest(inc *pollwarden.Incident, console string) request {
 	r := request{
-		Title: fmt.Sprintf("Provider incident under %s: %s (%s)", display.Value(inc.Key), display.Value(inc.What), inc.Kind),
+		Title: fmt.Sprintf("Provider incident under %s: %s (%s)", display.Value(inc.Key), display.Text(inc.What), inc.Kind),
 		Facts: []fact{
 			{"Incident", display.Value(inc.ID)},
 			{"Quota key", display.Value(inc.Key)},
 			{"Kind", string(inc.Kind)},
-			{"What failed", display.Value(inc.What)},
+			{"What failed", display.Text(inc.What)},
 			{"Since", inc.Since.UTC().Format("2006-01-02 15:04:05 UTC")},
 			{"Operations", fmt.Sprintf("%d failed together", len(inc.Operations))},
 		},
