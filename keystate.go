@@ -131,3 +131,24 @@ type QuotaNote struct {
 	// locked and now (the store's clock); quick and pure.
 	Note func(ks *KeyState, now time.Time) *KeyState
 }
+
+// Used is the number of requests granted in the key's current window at
+// now (0 once the window is over), for the views.
+func (ks *KeyState) Used(now time.Time) int {
+	if ks.Per <= 0 || ks.WindowStart.IsZero() || !now.Before(ks.WindowStart.Add(ks.Per)) {
+		return 0
+	}
+	return ks.WindowUsed
+}
+
+// Waiters is the number of operations waiting for a slot of the key at
+// now, as far as the row knows (its live waiting entries).
+func (ks *KeyState) Waiters(now time.Time) int {
+	n := 0
+	for _, w := range ks.Waiting {
+		if now.Before(w.Until) {
+			n += w.Count
+		}
+	}
+	return n
+}

@@ -172,6 +172,14 @@ func (r *demoRun) controller() *controller.Controller {
 
 // runCase waits on one scripted job and prints its outcome and story.
 func (r *demoRun) runCase(ctx context.Context, n int, c demoCase) error {
+	// The cases are separate stories on one credential: a rate limit
+	// learned in one (its 429 holds the whole key until its reset) is
+	// waited out before the next begins, as the clock jumps.
+	if ks, err := r.st.KeyGet(ctx, pollwarden.QuotaKey(r.ex.Contract())); err == nil && ks.HoldUntil.After(r.clock.Now()) {
+		if err := r.clock.Sleep(ctx, ks.HoldUntil.Sub(r.clock.Now())); err != nil {
+			return err
+		}
+	}
 	r.srv.Script(c.job, c.steps...)
 	id := fmt.Sprintf("demo-%d-%s", n, c.job)
 	op, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: id, ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})

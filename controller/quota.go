@@ -69,8 +69,12 @@ func quotaWait(op *pollwarden.Operation, g pollwarden.KeyGrant, now time.Time) (
 }
 
 // quotaNote is the lesson of one answer for ct's key, written with the
-// answer's record (pollwarden.SaveParams.Quota).
+// answer's record (pollwarden.SaveParams.Quota); nil when the answer can
+// teach nothing, so the save does not read the key's row.
 func quotaNote(ct *pollwarden.Contract, op *pollwarden.Operation, obs *pollwarden.Observation) *pollwarden.QuotaNote {
+	if !policy.KeyTaught(ct, *obs) {
+		return nil
+	}
 	o := *obs
 	return &pollwarden.QuotaNote{Key: pollwarden.QuotaKey(ct), Note: func(ks *pollwarden.KeyState, now time.Time) *pollwarden.KeyState {
 		next, _ := policy.KeyNote(ks, op, ct, o, now)

@@ -305,3 +305,26 @@ func TestKeyGrantLearnedOnly(t *testing.T) {
 		t.Fatalf("huge count without a declared quota: %q", eff.Ignored)
 	}
 }
+
+// Only an answer that can teach the key makes its save read the row.
+func TestKeyTaught(t *testing.T) {
+	c := quotaContract(10, time.Minute)
+	for _, tc := range []struct {
+		obs  pollwarden.Observation
+		want bool
+	}{
+		{pollwarden.Observation{Status: 200}, false},
+		{pollwarden.Observation{Status: 503}, false},
+		{pollwarden.Observation{Status: 429}, true},
+		{pollwarden.Observation{Status: 403, RateLimitSignal: "403 with x-ratelimit-remaining 0"}, true},
+		{pollwarden.Observation{Status: 200, Quota: pollwarden.QuotaFacts{Remaining: "3", HasRemaining: true}}, true},
+	} {
+		if got := policy.KeyTaught(c, tc.obs); got != tc.want {
+			t.Errorf("%+v: taught %v, want %v", tc.obs, got, tc.want)
+		}
+		// Whatever KeyTaught says no to, KeyNote writes nothing for.
+		if next, _ := policy.KeyNote(pollwarden.NewKeyState("k"), quotaOp("a", "x", 5), c, tc.obs, quotaT0); !tc.want && next != nil {
+			t.Errorf("%+v: KeyNote wrote %+v", tc.obs, next)
+		}
+	}
+}

@@ -53,6 +53,14 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 	return next, eff
 }
 
+// KeyTaught reports whether obs can teach its key anything (a rate
+// limit, or a remaining count the contract reads): only then does the
+// save that records it read the key's row (KeyNote would write nothing).
+func KeyTaught(c *pollwarden.Contract, obs pollwarden.Observation) bool {
+	return obs.Status == statusTooManyRequests || obs.RateLimitSignal != "" ||
+		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining
+}
+
 // hold holds the key until until, unless it is already held longer.
 func hold(ks *pollwarden.KeyState, eff *pollwarden.KeyEffects, until time.Time, why string) bool {
 	if !until.After(ks.HoldUntil) {
