@@ -56,6 +56,7 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 // KeyTaught reports whether obs can teach its key anything (a rate
 // limit, or a remaining count the contract reads): only then does the
 // save that records it read the key's row (KeyNote would write nothing).
+// A rule that makes KeyNote learn from other answers must widen it too.
 func KeyTaught(c *pollwarden.Contract, obs pollwarden.Observation) bool {
 	return obs.Status == statusTooManyRequests || obs.RateLimitSignal != "" ||
 		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining

@@ -21,6 +21,7 @@ func RunStoreClock(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 	}{
 		{"ClaimAheadCannotSteal", testClaimAheadCannotSteal},
 		{"LeaseExpiresOnStoreClock", testLeaseExpiresOnStoreClock},
+		{"QuotaOnStoreClock", testQuotaOnStoreClock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
@@ -113,4 +114,29 @@ func testLeaseExpiresOnStoreClock(t *testing.T, s pollwarden.Store) {
 		t.Fatalf("takeover epoch %d, want %d", taken.Epoch, l.Epoch+1)
 	}
 	wantErr(t, "save by the first holder, its clock inside its lease", save(t, s, "op-1", l, ahead), pollwarden.ErrLeaseLost)
+}
+
+// testQuotaOnStoreClock: replicas whose clocks disagree share one quota
+// timeline (the store's), and a held request's wait comes back on the
+// caller's own clock: an hour-fast replica is held for what is left of
+// the interval, not an hour more or less.
+func testQuotaOnStoreClock(t *testing.T, s pollwarden.Store) {
+	wall := time.Now()
+	c := quotaContract(2, time.Hour) // one each 30 minutes
+	for _, id := range []string{"op-1", "op-2"} {
+		op := newOp(id)
+		op.StartedAt, op.NextPollAt, op.DeadlineAt = wall.Add(-2*skew), wall.Add(-2*skew), wall.Add(2*skew)
+		create(t, s, op)
+	}
+	behind, ahead := wall.Add(-skew), wall.Add(skew)
+	if _, l, err := quotaClaim(t.Context(), s, c, "op-1", "behind", behind); err != nil || l == nil {
+		t.Fatalf("first claim: %v, %v", l, err)
+	}
+	if _, l, err := quotaClaim(t.Context(), s, c, "op-2", "ahead", ahead); err != nil || l != nil {
+		t.Fatalf("a replica an hour ahead took a slot the store's clock has not reached: %v, %v", l, err)
+	}
+	wait := get(t, s, "op-2").NextPollAt.Sub(ahead)
+	if wait <= 0 || wait > 30*time.Minute {
+		t.Fatalf("held for %s on the caller's clock; want what is left of the 30-minute interval", wait)
+	}
 }
