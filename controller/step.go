@@ -101,6 +101,7 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 	var gate policy.GateResult
 	var reservation []pollwarden.Event
 	var held *quotaHeld
+	var watch bool // the key has failures or an incident: every answer counts
 	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
 	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
@@ -115,7 +116,7 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 		},
 		// The request is taken from its key's shared quota in the same
 		// write; a held one records its wait instead (shared_quota).
-		Quota: quotaTake(ct, now, true, &held),
+		Quota: watchIncidents(quotaTake(ct, now, true, &held), &watch),
 	})
 	endClaim(claimSpan, lease != nil, err)
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
@@ -148,13 +149,13 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 			_ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
 		}
 	}()
-	return c.owned(ctx, ex, reserved, lease, &released)
+	return c.owned(ctx, ex, reserved, lease, &released, watch)
 }
 
 // owned is the part of a step done under the lease, from the reserved
 // record to the decision. Its last write releases the lease (*released is
 // set once it did, or once the lease is known lost).
-func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool) (StepResult, error) {
+func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool, watch bool) (StepResult, error) {
 	ct := ex.Contract()
 	// note, once the answer is in, is what it teaches the key: saved
 	// with the answer's record.
@@ -209,6 +210,9 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 	}
 	st := c.decided(ct, reserved, policy.Decide(reserved, ct, obs, now, c.rand), now)
 	note = quotaNote(ct, reserved, obs)
+	if note == nil && watch {
+		note = incidentNote(ct, reserved, obs)
+	}
 	if err := finish(st.Op, append(st.Events, quotaRejections(st.Op, ct, obs, now)...), now); err != nil {
 		return StepResult{}, err
 	}

@@ -61,7 +61,7 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 		if o.Kind == pollwarden.IncidentOutage && o.NextProbeAt.After(now) && o.NextProbeAt.Before(until) && o.ProbeOp == "" {
 			until = o.NextProbeAt
 		}
-		if until.After(op.DeadlineAt) {
+		if op.Phase.Polling() && until.After(op.DeadlineAt) {
 			until = op.DeadlineAt
 		}
 		return is, IncidentGrant{Until: until, Detail: why, Incident: o.ID}
@@ -71,6 +71,11 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 	}
 	slotTaken := o.ProbeOp != "" && now.Before(o.ProbeUntil) && o.ProbeOp != op.ID
 	switch {
+	case !op.Phase.Polling():
+		// A submission or a result fetch is no status request: its
+		// answer would not tell the incident whether the provider is
+		// back, so it never takes the probe's slot.
+		return hold(fmt.Sprintf("incident %s: the provider is failing; only a status request probes it", o.ID))
 	case slotTaken:
 		return hold(fmt.Sprintf("incident %s: the provider is failing; operation %s is probing it, this one waits", o.ID, o.ProbeOp))
 	case now.Before(o.NextProbeAt):
@@ -275,4 +280,19 @@ func noteKeyIncident(ks *pollwarden.KeyState, eff *pollwarden.KeyEffects, op *po
 	}
 	ks.Incident = is
 	return true
+}
+
+// IncidentTaught reports whether an answer counts for the incident rule
+// whatever the key's row holds: a failure (transport or 5xx) or a refused
+// credential (KeyTaught includes it). A valid answer counts only where
+// IncidentWatching: the saves of a key with nothing to forget need not
+// read its row.
+func IncidentTaught(obs *pollwarden.Observation) bool {
+	return failure(obs) != "" || denied(obs)
+}
+
+// IncidentWatching reports whether the key's row has recent failures or
+// an open incident, which a valid answer would forget or close.
+func IncidentWatching(ks *pollwarden.KeyState) bool {
+	return ks.Incident.Open != nil || len(ks.Incident.Recent) > 0
 }

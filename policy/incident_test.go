@@ -280,3 +280,19 @@ func TestKeyGrantHoldsForAnOpenIncident(t *testing.T) {
 		t.Fatalf("a probe the quota holds: %+v, row %+v", g, held)
 	}
 }
+
+// A submission or a result fetch under an open outage holds and never
+// takes the probe's slot: only a status request's answer tells whether
+// the provider is back.
+func TestIncidentOnlyAStatusRequestProbes(t *testing.T) {
+	c := testContract()
+	is, _ := openOutage(t, c, 5)
+	for _, ph := range []pollwarden.Phase{pollwarden.PhaseSubmitting, pollwarden.PhaseSucceeded} {
+		op := opNamed(t, c, "x")
+		op.Phase = ph
+		next, g := GrantIncident(is, op, c, is.Open.NextProbeAt)
+		if g.Send || next.Open.ProbeOp != "" {
+			t.Fatalf("a %s request under the outage: %+v, slot %q", ph, g, next.Open.ProbeOp)
+		}
+	}
+}

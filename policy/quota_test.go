@@ -314,7 +314,10 @@ func TestKeyTaught(t *testing.T) {
 		want bool
 	}{
 		{pollwarden.Observation{Status: 200}, false},
-		{pollwarden.Observation{Status: 503}, false},
+		{pollwarden.Observation{Status: 503}, true}, // a failure counts for the incident rule
+		{pollwarden.Observation{Transport: pollwarden.TransportTimeout}, true},
+		{pollwarden.Observation{Status: 401}, true},
+		{pollwarden.Observation{Status: 404}, false},
 		{pollwarden.Observation{Status: 429}, true},
 		{pollwarden.Observation{Status: 403, RateLimitSignal: "403 with x-ratelimit-remaining 0"}, true},
 		{pollwarden.Observation{Status: 200, Quota: pollwarden.QuotaFacts{Remaining: "3", HasRemaining: true}}, true},

@@ -59,7 +59,8 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 // A rule that makes KeyNote learn from other answers must widen it too.
 func KeyTaught(c *pollwarden.Contract, obs pollwarden.Observation) bool {
 	return obs.Status == statusTooManyRequests || obs.RateLimitSignal != "" ||
-		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining
+		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining ||
+		IncidentTaught(&obs)
 }
 
 // hold holds the key until until, unless it is already held longer.

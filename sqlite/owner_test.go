@@ -26,7 +26,8 @@ func TestOwnerMigrationKeepsOldRows(t *testing.T) {
 	}
 	s.Close()
 	// Back to schema 2, as a store written by the previous release.
-	for _, q := range []string{"DROP TABLE quota_keys", "DELETE FROM pollwarden_migrations WHERE version = 8",
+	for _, q := range []string{"DROP TABLE incidents", "DELETE FROM pollwarden_migrations WHERE version = 9",
+		"DROP TABLE quota_keys", "DELETE FROM pollwarden_migrations WHERE version = 8",
 		"DELETE FROM pollwarden_migrations WHERE version = 7", "DROP TABLE contracts", "DELETE FROM pollwarden_migrations WHERE version = 6",
 		"DROP TRIGGER events_need_operation", "DELETE FROM pollwarden_migrations WHERE version = 5",
 		"DROP INDEX operations_job", "DELETE FROM pollwarden_migrations WHERE version = 4",
