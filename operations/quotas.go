@@ -137,10 +137,10 @@ func quotaView(ks pollwarden.KeyState, now time.Time) QuotaView {
 	v := QuotaView{Key: ks.Key, Limit: ks.Requests, WaitingOperations: []QuotaWaiter{}, WaitingByOwner: []QuotaOwnerSum{}}
 	if ks.Per > 0 {
 		v.Per = pollwarden.ShortDuration(ks.Per)
-		if !ks.WindowStart.IsZero() && now.Before(ks.WindowStart.Add(ks.Per)) {
-			v.Used = ks.WindowUsed
-			v.WindowStart = timePtr(ks.WindowStart)
-		}
+	}
+	// The row's own reading of its window, as the grants count it.
+	if v.Used = ks.Used(now); v.Used > 0 {
+		v.WindowStart = timePtr(ks.WindowStart)
 	}
 	if ks.Remaining >= 0 {
 		r := ks.Remaining
