@@ -80,8 +80,11 @@ func (c Caller) May(a Action, op *pollwarden.Operation, option string) error {
 	case ActionPrioritize:
 		// More urgent means less for every other operation under the same
 		// quota: an approver's call, never a tool's; anyone may lower.
-		if !c.Tool && approver {
+		switch {
+		case !c.Tool && approver:
 			return nil
+		case c.Tool:
+			return refuse(Forbidden, "priority", "a tool never makes an operation more urgent than priority %d: only an approver may, through the API; a tool may only lower it (a larger number)", DefaultPriority)
 		}
 		return refuse(Forbidden, "priority", "%s has the %s role: only an approver may make an operation more urgent than priority %d; an agent may only lower it (a larger number)", c.Name, c.Role, DefaultPriority)
 	case ActionQuotas:

@@ -16,8 +16,8 @@ import (
 // TestQuotasPageInChromium: an approver finds the shared quotas from the
 // console's header and reads, by accessible names, the key (its
 // reference, never the secret), its limit, what was used and the
-// operations waiting on it, each a link to its page; an agent's session
-// is refused the page (403).
+// operations waiting on it, each a link to its page, which shows the
+// operation's priority; an agent's session is refused the page (403).
 func TestQuotasPageInChromium(t *testing.T) {
 	t.Parallel()
 	browserCtx := browser(t)
@@ -84,6 +84,9 @@ quota: {requests: 2, per: 10s}
 	}
 	click(t, alice, "a waiting operation's link", byRole("link", startsWith("qp-")))
 	act(t, alice, "its page", chromedp.WaitVisible("", byRole("heading", startsWith("Operation qp-"))))
+	if page := strings.ToLower(text(t, alice)); !strings.Contains(page, "priority\n5 (1 most urgent, 9 least") {
+		t.Errorf("the operation's page does not show its priority:\n%s", page)
+	}
 
 	agent, _, _ := httpSession(t, base, "agent-token")
 	if code, body := consoleGet(t, agent, base+"/ui/quotas"); code != http.StatusForbidden || !strings.Contains(body, "approvers") {
