@@ -33,8 +33,9 @@ const (
 // on the same store, all polling under one credential whose contract
 // declares a quota, against a fake provider that records the time of
 // every request: the provider never sees more than the quota in any
-// window. On the way, GET /v1/quotas (an approver's) and /metrics of a
-// replica show the key by its reference, never the secret.
+// window. On the way, an approver's create of priority 1 is taken and an
+// agent's of priority 2 refused, and GET /v1/quotas (an approver's) and
+// /metrics of a replica show the key by its reference, never the secret.
 func TestQuotaTwoReplicasTwoWaitsOnePostgres(t *testing.T) {
 	t.Parallel()
 	store := pgStore(t)
@@ -84,6 +85,7 @@ quota: {requests: %d, per: %s}
 	}
 	script("w0")
 	script("w1")
+	script("u0")
 
 	var bases []string
 	for range 2 {
@@ -101,6 +103,13 @@ quota: {requests: %d, per: %s}
 	for i := range served {
 		call(t, bases[i%2], "agent-token", "POST", "/v1/operations",
 			fmt.Sprintf(`{"operation_id":"qf-%02d","contract":"quota-fleet","job_id":"q%02d"}`, i, i), 201)
+	}
+
+	// An approver may make one more urgent; an agent may not.
+	call(t, bases[1], "agent-token", "POST", "/v1/operations", `{"operation_id":"qf-agent-urgent","contract":"quota-fleet","job_id":"u0","priority":2}`, 403)
+	if op := call(t, bases[1], "approver-token", "POST", "/v1/operations",
+		`{"operation_id":"qf-urgent","contract":"quota-fleet","job_id":"u0","priority":1}`, 201); op["priority"] != 1.0 {
+		t.Errorf("qf-urgent: priority %v, want 1", op["priority"])
 	}
 
 	// While they wait on one another: the key, by its reference, from
@@ -121,6 +130,9 @@ quota: {requests: %d, per: %s}
 			return op["phase"] == "succeeded"
 		})
 	}
+	waitForWithin(t, 2*time.Minute, "qf-urgent to succeed", func() bool {
+		return call(t, bases[0], "approver-token", "GET", "/v1/operations/qf-urgent", "", 200)["phase"] == "succeeded"
+	})
 	for i, p := range waits {
 		if code := p.exitCode(t); code != 0 {
 			t.Fatalf("wait w%d: exit %d\n%s", i, code, p.stderr.String())
