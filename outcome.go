@@ -40,6 +40,9 @@ type Outcome struct {
 	// LastDecision is who answered the latest escalation, with what, and
 	// when.
 	LastDecision *DecisionRecord `json:"last_decision,omitempty"`
+	// Priority is the operation's place when a shared quota is what
+	// limits: 1 (most urgent) to 9, 5 when none was given.
+	Priority int `json:"priority"`
 }
 
 // OutcomeOf builds the public view of op. "outcome" is null while the
@@ -53,7 +56,7 @@ func OutcomeOf(op *Operation) Outcome {
 		StatusRequestsUsed: op.StatusRequestsUsed, MaxStatusRequests: op.MaxStatusRequests,
 		TransportFailuresUsed: op.TransportFailuresUsed, MaxTransportFailures: op.MaxTransportFailures,
 		RateLimitedUsed: op.RateLimitedUsed, MaxRateLimited: op.MaxRateLimited, CredentialName: op.CredentialName,
-		StartedAt: op.StartedAt, DeadlineAt: op.DeadlineAt, FinishedAt: op.FinishedAt,
+		StartedAt: op.StartedAt, DeadlineAt: op.DeadlineAt, FinishedAt: op.FinishedAt, Priority: op.EffectivePriority(),
 		LastHTTPAt: op.LastHTTPAt, Escalation: op.Escalation, Cancel: op.Cancel, LastDecision: op.LastDecision,
 	}
 	if !op.Phase.Polling() {

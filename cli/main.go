@@ -161,6 +161,7 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	root.AddCommand(versionCmd(env), completionCmd(env))
 	env.completeArgs(root)
 	root.AddCommand(resultCmd(env))
+	root.AddCommand(quotasCmd(env))
 	_ = ctx
 	argsAreUsage(root)
 	return root

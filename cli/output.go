@@ -25,6 +25,10 @@ func (env Env) printOutcome(op *pollwarden.Operation, asJSON, quiet bool, storeF
 	if quiet {
 		return nil
 	}
+	if op.Priority != 0 {
+		// Only a priority someone gave: the default says nothing.
+		fmt.Fprintf(env.Stdout, "priority: %d (1 most urgent, 9 least)\n", op.Priority)
+	}
 	// The JSON is printed as text: JSON escapes line breaks but not every
 	// control or bidi character a provider may send.
 	if len(op.Result) > 0 {

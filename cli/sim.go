@@ -45,8 +45,11 @@ Scenarios: herd (N jobs start within one second; log-normal durations, median
 rate-limit (the provider answers 429 above max(10, N/50) requests per second),
 callback (the herd's jobs, and the provider also calls back after each job's
 end, log-normal delay median 1 s, sigma 1, each callback lost with probability
---callback-loss; only pollwarden acts on them), and brooker (the harness check
-against Brooker's contention table).
+--callback-loss; only pollwarden acts on them), fleet (one credential's quota
+of N requests a minute shared by four processes of uneven size, and bare 503s
+during [120 s, 360 s): the policy alone, with a per-process ceiling of the
+quota divided by four, and with the shared quota and incidents), and brooker
+(the harness check against Brooker's contention table).
 
 See docs/sim.md for the model, the formulas and the counting rules.`,
 		Args: cobra.NoArgs,
@@ -85,6 +88,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 				cfg.CallbackLoss = callbackLoss
 			}
 			if strategies != "" {
+				cfg.Strategies = nil
 				for _, s := range strings.Split(strategies, ",") {
 					s = strings.TrimSpace(s)
 					if !sim.Known(s) {
@@ -93,7 +97,7 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 					}
 					cfg.Strategies = append(cfg.Strategies, s)
 				}
-			} else {
+			} else if len(cfg.Strategies) == 0 {
 				cfg.Strategies = slices.Clone(sim.Standard)
 			}
 			if experimental && !slices.Contains(cfg.Strategies, sim.Proposed) {
@@ -123,13 +127,13 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&scenario, "scenario", sim.Herd, "herd, outage, restart, rate-limit, callback or brooker")
+	f.StringVar(&scenario, "scenario", sim.Herd, "herd, outage, restart, rate-limit, callback, fleet or brooker")
 	f.Float64Var(&callbackLoss, "callback-loss", 0, "callback only: the probability that each completion callback is lost")
 	f.IntVar(&n, "n", 10_000, "number of operations")
 	f.Uint64Var(&seed, "seed", 1, "random seed; the same seed gives the same numbers")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.StringVar(&plotFile, "plot", "", "also draw the request rate over time to FILE.svg or FILE.png (a binary built with -tags plot)")
-	f.StringVar(&strategies, "strategies", "", "comma-separated strategies to run (default: pollwarden and the five baselines)")
+	f.StringVar(&strategies, "strategies", "", "comma-separated strategies to run (default: pollwarden and the five baselines; for fleet, its three)")
 	f.BoolVar(&experimental, "experimental", false, "also run "+sim.Proposed+", the policy plus a change it has not adopted (jitter on top of Retry-After)")
 	f.IntVar(&runs, "runs", 100, "runs per cell (brooker only)")
 	return c
@@ -139,8 +143,13 @@ See docs/sim.md for the model, the formulas and the counting rules.`,
 func printSim(w io.Writer, rep *sim.Report) {
 	p := rep.Params
 	fmt.Fprintf(w, "scenario %s · n %d · seed %d · deadline %s", rep.Scenario, rep.N, rep.Seed, time.Duration(p.DeadlineS*float64(time.Second)))
-	if len(p.OutageS) == 2 {
+	if len(p.OutageS) == 2 && p.OutageRetryAfterS > 0 {
 		fmt.Fprintf(w, " · provider answers 503 with Retry-After: %d during [%d s, %d s)", p.OutageRetryAfterS, p.OutageS[0], p.OutageS[1])
+	} else if len(p.OutageS) == 2 {
+		fmt.Fprintf(w, " · provider answers 503 without Retry-After during [%d s, %d s)", p.OutageS[0], p.OutageS[1])
+	}
+	if p.QuotaRequests > 0 {
+		fmt.Fprintf(w, " · provider quota %d requests per %d s (429 with Retry-After to the window's end) · %d processes", p.QuotaRequests, p.QuotaPerS, p.Processes)
 	}
 	if len(p.DownS) == 2 {
 		fmt.Fprintf(w, " · controller down during [%d s, %d s)", p.DownS[0], p.DownS[1])
@@ -167,6 +176,9 @@ func printSim(w io.Writer, rep *sim.Report) {
 			s.PeakRate, s.MeanRate, b, s.RetryAfterViolations, s.Answers503, s.Answers429, percent(s.StoppedByLimit))
 	}
 	tw.Flush()
+	if p.QuotaRequests > 0 {
+		printFleet(w, rep)
+	}
 	if wo := rep.WithoutCallbacks; wo != nil {
 		fmt.Fprintf(w, "pollwarden deaf to callbacks, same jobs: %.2f req/job, lag p50 %.1f s, p99 %.1f s\n", wo.RequestsPerJob, wo.LagP50, wo.LagP99)
 	}
@@ -187,6 +199,20 @@ func printSim(w io.Writer, rep *sim.Report) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%g\t≤ %g\t%s\n", verdict, t.Strategy, t.Name, t.Value, t.Limit, t.Note)
 	}
 	tw.Flush()
+}
+
+// printFleet writes the fleet scenario's own measures.
+func printFleet(w io.Writer, rep *sim.Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tover quota\t429s\tnotifications\tof the outage\tincidents\t")
+	for _, s := range rep.Strategies {
+		if s.OverQuota == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", s.Name, *s.OverQuota, s.Answers429, *s.Notifications, *s.OutageNotifications, *s.Incidents)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "over quota: requests the provider saw beyond its quota in a sliding window of its length; notifications: escalations and incidents opened, each one")
 }
 
 func percent(v float64) string {

@@ -21,7 +21,7 @@ type submitFlags struct {
 	contract, body, opID, deadline, store, auditKey string
 	otlpEndpoint                                    string
 	vars                                            []string
-	maxRequests                                     int
+	maxRequests, priority                           int
 	noWait, json, quiet                             bool
 }
 
@@ -57,6 +57,7 @@ are sent before submit exits, within a few seconds.`,
 	fl.StringVar(&f.opID, "operation-id", "", "operation id; an existing one is resumed, never submitted again")
 	fl.StringVar(&f.deadline, "deadline", "", "deadline as a duration from now (40m) or an RFC 3339 time; may only lower the contract's")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
+	fl.IntVar(&f.priority, "priority", 0, "the operation's priority when a shared quota is what limits: 1 (most urgent) to 9, default 5; below 5 only through an approver's door")
 	fl.BoolVar(&f.noWait, "no-wait", false, "exit once the job id is recorded, printing the record")
 	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
@@ -86,6 +87,9 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 		OperationID: f.opID, Contract: ex.Contract().Name, Vars: vars, Deadline: f.deadline, Submit: &operations.SubmitParams{Body: body}}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
+	}
+	if cmd.Flags().Changed("priority") {
+		p.Priority = &f.priority
 	}
 	// Judged before the store is opened, so that a bad request creates
 	// no store file.

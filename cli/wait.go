@@ -25,7 +25,7 @@ type waitFlags struct {
 	contract, jobID, statusURL, opID, deadline, store string
 	auditKey, otlpEndpoint                            string
 	vars                                              []string
-	maxRequests, maxFailures                          int
+	maxRequests, maxFailures, priority                int
 	json, quiet                                       bool
 }
 
@@ -72,6 +72,7 @@ sent before wait exits, within a few seconds.`,
 	fl.StringVar(&f.opID, "operation-id", "", "operation id; an existing one is resumed with its counters")
 	fl.StringVar(&f.deadline, "deadline", "", "deadline as a duration from now (40m) or an RFC 3339 time; may only lower the contract's")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "maximum status requests; may only lower the contract's")
+	fl.IntVar(&f.priority, "priority", 0, "the operation's priority when a shared quota is what limits: 1 (most urgent) to 9, default 5; below 5 only through an approver's door")
 	fl.IntVar(&f.maxFailures, "max-transport-failures", 0, "maximum transport failures; may only lower the contract's")
 	fl.StringVar(&f.store, "store", "", "store file or postgres:// URL (default $POLLWARDEN_STORE, else pollwarden.db in the user's state directory)")
 	fl.StringVar(&f.auditKey, "audit-key", "", auditKeyHelp)
@@ -97,6 +98,9 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		OperationID: f.opID, Contract: ex.Contract().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
+	}
+	if cmd.Flags().Changed("priority") {
+		p.Priority = &f.priority
 	}
 	if cmd.Flags().Changed("max-transport-failures") {
 		p.MaxTransportFailures = &f.maxFailures
@@ -153,7 +157,7 @@ var flagNames = map[string]string{
 	"operation_id": "--operation-id", "contract": "--contract", "job_id": "--job-id", "status_url": "--status-url",
 	"vars": "--var", "deadline": "--deadline", "max_status_requests": "--max-requests",
 	"max_transport_failures": "--max-transport-failures", "submit.body": "--body", "submit": "--body",
-	"phase": "--phase", "limit": "--limit",
+	"phase": "--phase", "limit": "--limit", "priority": "--priority",
 }
 
 // localCaller is the CLI as a caller: its authority is the store file,

@@ -95,6 +95,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /ui/signout", c.signOut)
 	m.HandleFunc("GET /ui/operations/{id}", c.operation)
 	m.HandleFunc("POST /ui/operations/{id}/decide", c.decide)
+	m.HandleFunc("GET /ui/quotas", c.quotas)
 	m.HandleFunc("GET /ui/incidents", c.incidents)
 	m.HandleFunc("GET /ui/incidents/{id}", c.incident)
 	m.HandleFunc("POST /ui/incidents/{id}/decide", c.decideIncident)

@@ -17,7 +17,7 @@ func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{"clock": clock, "maxNote": func() int { return operations.MaxNote }}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"signin", "queue", "operation", "error", "audit", "incidents", "incident"} {
+	for _, name := range []string{"signin", "queue", "operation", "error", "audit", "quotas", "incidents", "incident"} {
 		t := template.Must(template.Must(base.Clone()).ParseFS(files, "templates/"+name+".html", "templates/timeline.html"))
 		pages[name] = t
 	}

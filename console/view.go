@@ -30,6 +30,8 @@ type opView struct {
 	// NoPoller says, for an operation nothing polls any more
 	// (operations.NoPoller), how long ago its next check was due.
 	NoPoller string
+	// Priority is the operation's place under a shared quota, 1 to 9.
+	Priority int
 	// Escalation is the id of the open question, carried by the decision
 	// form so that a stale or repeated post decides nothing.
 	Escalation string
@@ -68,7 +70,7 @@ func newBudget(name, unit string, used, limit int) budget {
 func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now time.Time) opView {
 	v := opView{ID: op.ID, Contract: clean(op.Contract), Job: clean(op.ProviderJobID), Phase: string(op.Phase),
 		Reason: string(op.Reason), State: clean(op.LastState), Started: op.StartedAt, Deadline: op.DeadlineAt,
-		Version: op.Version}
+		Version: op.Version, Priority: op.EffectivePriority()}
 	since := op.StartedAt
 	if op.Escalation != nil {
 		since = op.Escalation.At

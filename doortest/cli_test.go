@@ -45,6 +45,9 @@ func (cliDoor) do(t *testing.T, r *rig, req request) answer {
 		if req.maxRequests != 0 {
 			args = append(args, "--max-requests", fmt.Sprint(req.maxRequests))
 		}
+		if req.priority != "" {
+			args = append(args, "--priority", req.priority)
+		}
 	case decide:
 		args = []string{"decide", "--store", r.storePath, "--by", "alice", req.target, req.option}
 		if req.escalation != "" {

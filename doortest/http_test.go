@@ -49,6 +49,9 @@ func (httpDoor) do(t *testing.T, r *rig, req request) answer {
 		if req.maxRequests != 0 {
 			body["max_status_requests"] = req.maxRequests
 		}
+		if req.priority != "" {
+			body["priority"] = number(req.priority)
+		}
 		return post(t, srv, "/v1/operations", agentToken, body)
 	case extend:
 		return post(t, srv, "/v1/operations/"+url.PathEscape(req.target)+"/extension-requests", agentToken,

@@ -48,6 +48,9 @@ func (mcpDoor) do(t *testing.T, r *rig, req request) answer {
 		if req.maxRequests != 0 {
 			args["max_status_requests"] = req.maxRequests
 		}
+		if req.priority != "" {
+			args["priority"] = number(req.priority)
+		}
 	case extend:
 		tool = pwmcp.ToolRequestExtension
 		args = map[string]any{"operation_id": req.target, "extra_time": req.extraTime,

@@ -1,6 +1,7 @@
 package doortest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,9 @@ type request struct {
 	vars                map[string]string
 	deadline            string // see resolveDeadline
 	maxRequests         int
+	// priority as typed ("" gives none): a door sends a number as a
+	// number and anything else as text.
+	priority string
 	// extend, decide, abandon
 	target                   string
 	extraTime, justification string
@@ -116,6 +120,16 @@ func withVars(region string, r request) request {
 }
 
 func withDeadline(d string, r request) request { r.deadline = d; return r }
+func withPriority(p string, r request) request { r.priority = p; return r }
+
+// number is s as a JSON number when it is one, else as text: what a
+// client that got a priority wrong would send.
+func number(s string) any {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return s
+}
 
 func ext(target, extra string, n int) request {
 	return request{kind: extend, target: target, extraTime: extra, extraRequests: n, justification: "the export holds 2M rows"}
@@ -146,6 +160,12 @@ var table = []row{
 	{name: "unknown contract", req: request{kind: create, contract: "nope", job: "ok"}, want: invalid, field: "contract"},
 	{name: "no job", req: request{kind: create, contract: "export"}, want: invalid, field: "job id"},
 	{name: "limit above the contract's", req: func() request { r := ok("ok"); r.maxRequests = 99; return r }(), want: invalid, field: "max status requests"},
+	{name: "priority 9: an agent lowers its own", req: withPriority("9", ok("ok")), want: accepted},
+	{name: "priority 5: the default", req: withPriority("5", ok("ok")), want: accepted},
+	{name: "priority 4: more urgent, only an approver's", req: withPriority("4", ok("ok")), want: forbidden, field: "priority"},
+	{name: "priority 0", req: withPriority("0", ok("ok")), want: invalid, field: "priority"},
+	{name: "priority 10", req: withPriority("10", ok("ok")), want: invalid, field: "priority"},
+	{name: "priority not a number", req: withPriority("x", ok("ok")), want: invalid, field: "priority"},
 	{name: "var outside its pattern", req: func() request { r := ok("ok"); r.vars = map[string]string{"region": "EU!"}; return r }(), want: invalid, field: "var"},
 	{name: "var not declared", req: func() request { r := ok("ok"); r.vars = map[string]string{"zone": "a"}; return r }(), want: invalid, field: "var"},
 	{name: "var inside its pattern", req: func() request { r := ok("ok"); r.vars = map[string]string{"region": "us"}; return r }(), want: accepted},

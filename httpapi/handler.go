@@ -72,6 +72,7 @@ func routes() []route {
 		{"POST", "/v1/operations/{id}/decisions", operations.ActionDecide, (*api).decide},
 		{"POST", "/v1/operations/{id}/cancel", operations.ActionCancel, (*api).cancel},
 		{"POST", "/v1/operations/{id}/abandon", operations.ActionAbandon, (*api).abandon},
+		{"GET", "/v1/quotas", operations.ActionQuotas, (*api).quotas},
 		{"GET", "/v1/incidents", operations.ActionIncidents, (*api).incidents},
 		{"GET", "/v1/incidents/{id}", operations.ActionIncidents, (*api).incident},
 		{"POST", "/v1/incidents/{id}/decisions", operations.ActionDecideIncident, (*api).decideIncident},

@@ -24,6 +24,7 @@ var specTable = []struct{ method, path, role string }{
 	{"GET", "/metrics", "anyone"},
 	{"GET", "/healthz", "anyone"},
 	{"GET", "/readyz", "anyone"},
+	{"GET", "/v1/quotas", "approver"},
 }
 
 type openAPIOp struct {

@@ -20,6 +20,7 @@ type SubmitJobIn struct {
 	Vars              map[string]string `json:"vars,omitempty" jsonschema:"values for the variables the contract declares"`
 	Deadline          string            `json:"deadline,omitempty" jsonschema:"a duration from now (40m) or an RFC 3339 time; may only lower the contract's deadline"`
 	MaxStatusRequests *int              `json:"max_status_requests,omitempty" jsonschema:"at least 1; may only lower the contract's budget"`
+	Priority          *int              `json:"priority,omitempty" jsonschema:"when a shared quota is what limits: 5 by default, up to 9 (least urgent); you may only lower it (a larger number), never below 5"`
 }
 
 // submitJob is watch_job for a job pollwarden submits itself, through
@@ -33,7 +34,7 @@ func (s *server) submitJob(ctx context.Context, _ *sdk.CallToolRequest, in Submi
 	}
 	op, _, err := s.ops.Create(ctx, operations.CreateParams{Caller: s.who(ctx), Door: "MCP submit_job", CreateRequest: operations.CreateRequest{
 		OperationID: in.OperationID, Contract: in.Contract, Vars: in.Vars, Deadline: in.Deadline,
-		MaxStatusRequests: in.MaxStatusRequests, Submit: sub}, Names: map[string]string{"submit.body": "body"}})
+		MaxStatusRequests: in.MaxStatusRequests, Priority: in.Priority, Submit: sub}, Names: map[string]string{"submit.body": "body"}})
 	if err != nil {
 		return nil, JobAnswer{}, toolError(err)
 	}

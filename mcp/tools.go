@@ -19,7 +19,7 @@ import (
 func (s *server) watchJob(ctx context.Context, _ *sdk.CallToolRequest, in WatchJobIn) (*sdk.CallToolResult, JobAnswer, error) {
 	op, created, err := s.ops.Create(ctx, operations.CreateParams{Caller: s.who(ctx), Door: "MCP watch_job", CreateRequest: operations.CreateRequest{
 		OperationID: in.OperationID, Contract: in.Contract, JobID: in.JobID, StatusURL: in.StatusURL, Vars: in.Vars,
-		Deadline: in.Deadline, MaxStatusRequests: in.MaxStatusRequests}})
+		Deadline: in.Deadline, MaxStatusRequests: in.MaxStatusRequests, Priority: in.Priority}})
 	if err != nil {
 		return nil, JobAnswer{}, toolError(err)
 	}
@@ -143,8 +143,8 @@ func whenEscalated(op *pollwarden.Operation) string {
 // numberArgs are the integer arguments of each tool. Models (and the MCP
 // Inspector's CLI) often send them as strings ("500").
 var numberArgs = map[string][]string{
-	ToolWatchJob:         {"max_status_requests"},
-	ToolSubmitJob:        {"max_status_requests"},
+	ToolWatchJob:         {"max_status_requests", "priority"},
+	ToolSubmitJob:        {"max_status_requests", "priority"},
 	ToolWaitJob:          {"max_wait_seconds"},
 	ToolRequestExtension: {"extra_status_requests"},
 }

@@ -16,6 +16,7 @@ type WatchJobIn struct {
 	OperationID       string            `json:"operation_id,omitempty" jsonschema:"your id for this wait; omit it to get one derived from the contract and job, so a repeated call resumes"`
 	Deadline          string            `json:"deadline,omitempty" jsonschema:"a duration from now (40m) or an RFC 3339 time; may only lower the contract's deadline"`
 	MaxStatusRequests *int              `json:"max_status_requests,omitempty" jsonschema:"at least 1; may only lower the contract's budget"`
+	Priority          *int              `json:"priority,omitempty" jsonschema:"when a shared quota is what limits: 5 by default, up to 9 (least urgent); you may only lower it (a larger number), never below 5"`
 }
 
 // OperationIn names one operation.

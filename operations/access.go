@@ -27,6 +27,13 @@ const (
 	ActionRaise Action = "raise"
 	// ActionAudit reads the store's hash chain head and verifies it.
 	ActionAudit Action = "audit"
+	// ActionPrioritize gives an operation a more urgent priority than the
+	// default (at create) or than it had: a larger share of a quota that
+	// other operations wait on.
+	ActionPrioritize Action = "prioritize"
+	// ActionQuotas reads the shared quotas: every key, what was taken of
+	// it and which operations, of every owner, wait on it.
+	ActionQuotas Action = "quotas"
 	// ActionIncidents reads the provider incidents; ActionDecideIncident
 	// answers one, for every operation it holds.
 	ActionIncidents      Action = "incidents"
@@ -70,6 +77,23 @@ func (c Caller) May(a Action, op *pollwarden.Operation, option string) error {
 			return nil
 		}
 		return refuse(Forbidden, "", "only an approver may raise a contract's limits")
+	case ActionPrioritize:
+		// More urgent means less for every other operation under the same
+		// quota: an approver's call, never a tool's; anyone may lower.
+		switch {
+		case !c.Tool && approver:
+			return nil
+		case c.Tool:
+			return refuse(Forbidden, "priority", "a tool never makes an operation more urgent than priority %d: only an approver may, through the API; a tool may only lower it (a larger number)", DefaultPriority)
+		}
+		return refuse(Forbidden, "priority", "%s has the %s role: only an approver may make an operation more urgent than priority %d; an agent may only lower it (a larger number)", c.Name, c.Role, DefaultPriority)
+	case ActionQuotas:
+		// The waiting operations of every owner: an approver's view, or
+		// the store file's holder, who could read them all anyway.
+		if c.Local || approver {
+			return nil
+		}
+		return refuse(Forbidden, "", "%s has the %s role: the shared quotas and who waits on them are for approvers", c.Name, c.Role)
 	case ActionIncidents, ActionDecideIncident:
 		// An incident spans every operation under a credential, whoever
 		// owns them: an approver's view (and the store file's holder's,

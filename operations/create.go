@@ -57,6 +57,10 @@ type CreateRequest struct {
 	// Limits as given; nil takes the contract's.
 	MaxStatusRequests    *int `json:"max_status_requests,omitempty"`
 	MaxTransportFailures *int `json:"max_transport_failures,omitempty"`
+	// Priority orders the requests of operations waiting on one quota:
+	// 1 (most urgent) to 9; nil is the default, 5. Only an approver may
+	// give one below 5 (ActionPrioritize).
+	Priority *int `json:"priority,omitempty"`
 	// Submit, when set, asks pollwarden to submit the job itself under
 	// the contract's submit block, instead of JobID and StatusURL.
 	Submit *SubmitParams `json:"submit,omitempty"`
@@ -309,6 +313,8 @@ func (s *Service) createParams(p CreateParams) (createPlan, error) {
 			*l.dst = *l.v
 		}
 	}
+	prio, prioForbidden := p.priorityProblems(probs)
+	np.Priority = prio
 	if p.Deadline != "" {
 		dl, err := pollwarden.ParseDeadline(p.name("deadline"), p.Deadline, now)
 		if err != nil {
@@ -341,6 +347,9 @@ func (s *Service) createParams(p CreateParams) (createPlan, error) {
 		probe.ProviderJobID = "-"
 	}
 	fresh, events := coreProblems(ct, probe, now, probs)
+	if len(probs.List) == 0 && prioForbidden != nil {
+		return createPlan{np: np}, prioForbidden
+	}
 	if len(probs.List) == 0 && s.o.CredentialAvailable != nil {
 		if err := s.o.CredentialAvailable(ct); err != nil {
 			probs.add("contract", "%s", strings.TrimSpace(fmt.Sprintf("contract %s: %v %s", ct.Name, err, s.o.CredentialHint)))

@@ -26,6 +26,10 @@ type NewParams struct {
 	Deadline             time.Time
 	MaxStatusRequests    int
 	MaxTransportFailures int
+	// Priority is the operation's place in a shared quota's queue, 1 (most
+	// urgent) to 9, already judged by the door's use case (who may ask for
+	// which); 0 records the default.
+	Priority int
 	// MayRaise is true only when an approver creates the operation; then
 	// limits above the contract's defaults are accepted (R20).
 	MayRaise bool
@@ -101,7 +105,7 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 		ExpectedTerminal: c.TerminalStates(), StartedAt: now, DeadlineAt: deadline,
 		MaxStatusRequests: maxReq, MaxTransportFailures: maxFail, MaxRateLimited: lim.MaxRateLimited,
 		NextPollAt: now, NextPollSource: pollwarden.DelayLocalBackoff, Phase: pollwarden.PhaseWaiting,
-		RequestDigest: p.RequestDigest, Owner: p.Owner, Vars: maps.Clone(p.Vars),
+		RequestDigest: p.RequestDigest, Owner: p.Owner, Vars: maps.Clone(p.Vars), Priority: p.Priority,
 	}
 	if p.Rand != nil {
 		op.JitterFactor = DrawFactor(p.Rand)
@@ -125,6 +129,9 @@ func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollward
 	op.ContractLimits = KeptLimits(c)
 	dl := op.DeadlineAt
 	detail := fmt.Sprintf("max transport failures %d, max rate-limited answers %d", maxFail, op.MaxRateLimited)
+	if op.Priority != 0 {
+		detail += fmt.Sprintf("; priority %d", op.Priority)
+	}
 	if len(op.Vars) > 0 {
 		detail += "; " + VarsText(op.Vars)
 	}

@@ -3,6 +3,8 @@ package sim
 import (
 	"container/heap"
 	"time"
+
+	"github.com/pollwarden/pollwarden"
 )
 
 // answer is what the simulated provider said to one status request.
@@ -79,17 +81,35 @@ type engine struct {
 
 	limWindow   int64
 	limAdmitted int
+
+	// The fleet scenario's provider quota (Config.QuotaRequests):
+	// admitted requests in the current fixed window, the Retry-After (s)
+	// of the last 429, and the send times of the last QuotaRequests
+	// requests (a ring) to count the requests over the quota in any
+	// sliding window of QuotaPer.
+	quotaWindow   int64
+	quotaAdmitted int
+	lastRA        int
+	sent          []int64
+	sentAt        int
+	overQuota     int64
+	// notifications counts what would reach a person: each escalation
+	// and each incident opened; outageNotes those the outage caused
+	// (provider_failure escalations and outage incidents); incidents the
+	// incidents opened.
+	notifications, outageNotes, incidents int64
 }
 
 func newEngine(cfg *Config, pop *population) *engine {
 	n := len(pop.start)
 	return &engine{
 		cfg: cfg, pop: pop,
-		raUntil:   make([]int64, n),
-		bins:      make([]int32, 0, 4096),
-		lags:      make([]float64, 0, n),
-		stopped:   map[string]int{},
-		limWindow: -1,
+		raUntil:     make([]int64, n),
+		bins:        make([]int32, 0, 4096),
+		lags:        make([]float64, 0, n),
+		stopped:     map[string]int{},
+		limWindow:   -1,
+		quotaWindow: -1,
 	}
 }
 
@@ -167,6 +187,9 @@ func (e *engine) send(k int, now int64) answer {
 		e.violations++
 	}
 	c := e.cfg
+	if c.QuotaRequests > 0 {
+		e.countOverQuota(now)
+	}
 	if now >= int64(c.OutageStart) && now < int64(c.OutageEnd) {
 		e.unavailable++
 		e.raUntil[k] = now + int64(c.OutageRetryAfter)*int64(time.Second)
@@ -186,6 +209,21 @@ func (e *engine) send(k int, now int64) answer {
 		}
 		e.limAdmitted++
 	}
+	if c.QuotaRequests > 0 {
+		per := int64(c.QuotaPer)
+		if w := now / per; w != e.quotaWindow {
+			e.quotaWindow, e.quotaAdmitted = w, 0
+		}
+		if e.quotaAdmitted >= c.QuotaRequests {
+			// Refused until the window resets, and the provider says so.
+			reset := (e.quotaWindow + 1) * per
+			e.limited++
+			e.lastRA = int((reset - now + int64(time.Second) - 1) / int64(time.Second))
+			e.raUntil[k] = now + int64(e.lastRA)*int64(time.Second)
+			return ansLimited
+		}
+		e.quotaAdmitted++
+	}
 	if now >= e.pop.end[k] {
 		e.lags = append(e.lags, float64(now-e.pop.end[k])/float64(time.Second))
 		return ansDone
@@ -193,6 +231,43 @@ func (e *engine) send(k int, now int64) answer {
 	return ansRunning
 }
 
+// countOverQuota counts a request sent at now as over the quota when
+// QuotaRequests others already went in the QuotaPer before it: what the
+// provider sees in a sliding window, whatever it admitted.
+func (e *engine) countOverQuota(now int64) {
+	q := e.cfg.QuotaRequests
+	if e.sent == nil {
+		e.sent = make([]int64, q)
+		for i := range e.sent {
+			e.sent[i] = -1 << 62
+		}
+	}
+	// The oldest of the last q sends: within the window, this one is
+	// the (q+1)-th.
+	if now-e.sent[e.sentAt] < int64(e.cfg.QuotaPer) {
+		e.overQuota++
+	}
+	e.sent[e.sentAt] = now
+	e.sentAt = (e.sentAt + 1) % q
+}
+
+// notify counts one notification to a person; outage marks one the
+// outage caused, incident one that opened an incident.
+func (e *engine) notify(outage, incident bool) {
+	e.notifications++
+	if outage {
+		e.outageNotes++
+	}
+	if incident {
+		e.incidents++
+	}
+}
+
 // stop records that an operation ended on a limit (deadline or budget)
 // without observing its job's end.
-func (e *engine) stop(reason string) { e.stopped[reason]++ }
+// Each is an escalation, so a notification to a person; a
+// provider_failure one is the outage's doing.
+func (e *engine) stop(reason string) {
+	e.stopped[reason]++
+	e.notify(reason == string(pollwarden.ReasonProviderFailure), false)
+}

@@ -38,6 +38,14 @@ type Result struct {
 	Answers503             int64          `json:"answers_503"`
 	Answers429             int64          `json:"answers_429"`
 	StopReasons            map[string]int `json:"stop_reasons,omitempty"`
+	// The fleet scenario's measures: requests the provider saw beyond
+	// its quota in a sliding window of its length, the notifications a
+	// person would get (an escalation or an incident opened, each one),
+	// those the outage caused, and the incidents opened.
+	OverQuota           *int64 `json:"over_quota,omitempty"`
+	Notifications       *int64 `json:"notifications,omitempty"`
+	OutageNotifications *int64 `json:"notifications_per_outage,omitempty"`
+	Incidents           *int64 `json:"incidents,omitempty"`
 
 	// Rate is the request count per 1 s bin, for plots.
 	Rate []int32 `json:"-"`
@@ -55,6 +63,9 @@ func (e *engine) result(name string) Result {
 		Answers503:           e.unavailable,
 		Answers429:           e.limited,
 		Rate:                 e.bins,
+	}
+	if e.cfg.QuotaRequests > 0 {
+		r.OverQuota, r.Notifications, r.OutageNotifications, r.Incidents = &e.overQuota, &e.notifications, &e.outageNotes, &e.incidents
 	}
 	stopped := 0
 	for _, v := range e.stopped {

@@ -102,6 +102,11 @@ type realPolicy struct {
 	// as the daemon's controller keeps it (policy.CallbackLedger).
 	cb     bool
 	ledger *policy.CallbackLedger
+
+	// fleet, when set, stands between the gate and the request (a
+	// ceiling, a shared quota, an incident) and learns from each answer
+	// (fleet.go); nil sends whatever the gate lets through.
+	fleet fleetHook
 }
 
 func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
@@ -112,6 +117,11 @@ func newRealPolicy(name string, cfg *Config) (*realPolicy, error) {
 	p := &realPolicy{id: name, seed: cfg.Seed, c: c, obs: newObservations(cfg), cb: cfg.Callbacks}
 	if x, ok := experiments[name]; ok {
 		p.exp = &x
+	}
+	if cfg.QuotaRequests > 0 {
+		if err := p.joinFleet(cfg); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -176,9 +186,26 @@ func (p *realPolicy) wake(e *engine, k int, now int64) (int64, bool) {
 		p.ops[k] = g.Op
 		return since(g.Until), true
 	}
+	if p.fleet != nil {
+		held, until := p.fleet.admit(e, k, t)
+		if held {
+			return until, true
+		}
+		op = p.ops[k]
+	}
 	reserved, _ := policy.CountRequest(op, p.c, t)
 	a := e.send(k, now)
-	st := policy.Decide(reserved, p.c, p.obs.of(a), t, p.rand(k))
+	obs := p.obs.of(a)
+	if a == ansLimited && e.lastRA > 0 {
+		// The provider's quota says when its window resets.
+		o := *obs
+		o.RetryAfter = strconv.Itoa(e.lastRA)
+		obs = &o
+	}
+	st := policy.Decide(reserved, p.c, obs, t, p.rand(k))
+	if p.fleet != nil {
+		p.fleet.answered(e, k, st.Op, obs, t)
+	}
 	if p.exp != nil {
 		p.exp.redraw(st.Op, t, p.rand(k))
 	}

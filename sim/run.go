@@ -36,6 +36,9 @@ type Params struct {
 	CallbackLoss       *float64 `json:"callback_loss,omitempty"`
 	CallbackMedianS    float64  `json:"callback_delay_median_s,omitempty"`
 	CallbackSigma      float64  `json:"callback_delay_sigma,omitempty"`
+	QuotaRequests      int      `json:"quota_requests,omitempty"`
+	QuotaPerS          int      `json:"quota_per_s,omitempty"`
+	Processes          int      `json:"processes,omitempty"`
 }
 
 func paramsOf(c *Config) Params {
@@ -46,6 +49,9 @@ func paramsOf(c *Config) Params {
 	if c.OutageEnd > c.OutageStart {
 		p.OutageS = []int{int(c.OutageStart.Seconds()), int(c.OutageEnd.Seconds())}
 		p.OutageRetryAfterS = c.OutageRetryAfter
+	}
+	if c.QuotaRequests > 0 {
+		p.QuotaRequests, p.QuotaPerS, p.Processes = c.QuotaRequests, int(c.QuotaPer.Seconds()), c.Processes
 	}
 	if c.DownEnd > c.DownStart {
 		p.DownS = []int{int(c.DownStart.Seconds()), int(c.DownEnd.Seconds())}
@@ -61,13 +67,15 @@ func paramsOf(c *Config) Params {
 func Known(name string) bool {
 	_, ok := baselineFuncs[name]
 	_, exp := experiments[name]
-	return ok || exp || name == Pollwarden
+	return ok || exp || name == Pollwarden || name == FleetCeiling || name == FleetShared || name == FleetOneOwner
 }
 
 func newStrategy(name string, cfg *Config) (strategy, error) {
 	_, isExp := experiments[name]
 	switch {
-	case name == Pollwarden || isExp:
+	case (name == FleetCeiling || name == FleetShared || name == FleetOneOwner) && cfg.QuotaRequests == 0:
+		return nil, fmt.Errorf("strategy %q runs only in the %s scenario", name, Fleet)
+	case name == Pollwarden || isExp || name == FleetCeiling || name == FleetShared || name == FleetOneOwner:
 		return newRealPolicy(name, cfg)
 	case baselineFuncs[name] != nil:
 		return newBaseline(name, cfg.Seed), nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,10 +16,12 @@ const (
 	Restart   = "restart"
 	RateLimit = "rate-limit"
 	Callback  = "callback"
+	// Fleet is a shared quota and an outage: see DefaultConfig.
+	Fleet = "fleet"
 )
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{Herd, Outage, Restart, RateLimit, Callback}
+var Scenarios = []string{Herd, Outage, Restart, RateLimit, Callback, Fleet}
 
 // The fixed herd of the specification: start times uniform in [0 s, 1 s),
 // job durations log-normal with this median and σ, this deadline.
@@ -67,6 +70,15 @@ type Config struct {
 	Callbacks    bool
 	CallbackLoss float64
 
+	// Fleet: the provider admits at most QuotaRequests status requests in
+	// each fixed window of QuotaPer (counted from 0) and answers the rest
+	// 429 with a Retry-After to the window's end; the operations belong
+	// to Processes processes (FleetShares), each its own owner, all
+	// under one credential.
+	QuotaRequests int
+	QuotaPer      time.Duration
+	Processes     int
+
 	// BurstFrom is the first 1 s bin burstiness looks at, BurstBins how
 	// many bins (0: to the end of the run). BurstFloor leaves out bins whose
 	// 30 s moving average is below it (requests per second): there Poisson
@@ -103,6 +115,14 @@ func DefaultConfig(scenario string, n int, seed uint64) (Config, error) {
 		c.RateLimit = max(10, n/50)
 	case Callback:
 		c.Callbacks = true
+	case Fleet:
+		// One credential whose quota is N requests a minute, the herd's
+		// first round, shared by four processes of uneven size; an outage
+		// of four minutes (bare 503s, no Retry-After) while a quarter of
+		// the jobs still run.
+		c.QuotaRequests, c.QuotaPer, c.Processes = n, time.Minute, len(FleetShares)
+		c.OutageStart, c.OutageEnd = 120*time.Second, 360*time.Second
+		c.Strategies = slices.Clone(FleetStrategies)
 	default:
 		return Config{}, fmt.Errorf("unknown scenario %q (want one of %s)", scenario, strings.Join(Scenarios, ", "))
 	}

@@ -220,6 +220,14 @@ async function main() {
     JSON.stringify(rr));
   await client.unsubscribeResource({ uri });
 
+  // Priority under a shared quota: an agent may lower its own (a larger
+  // number), never raise it; out of range or not a number names it.
+  const low = await ok("watch_job", { contract, job_id: "low", operation_id: "ts-low", priority: 8, max_status_requests: 1 });
+  check("priority", low.priority === 8, JSON.stringify(low));
+  await toolError("watch_job", { contract, job_id: "x", priority: 2 }, "priority", "approver");
+  await toolError("watch_job", { contract, job_id: "x", priority: 0 }, "priority", "from 1");
+  await toolError("watch_job", { contract, job_id: "x", priority: "urgent" }, "priority");
+
   // Bad input: a tool error with a message naming the problem.
   await toolError("watch_job", { contract, job_id: "x", max_status_requests: 101 }, "max_status_requests", "request_extension");
   await toolError("watch_job", { contract: "nope", job_id: "x" }, "unknown contract", contract);

@@ -259,8 +259,8 @@ func (r *rig) runE2E(env ...string) (report, string) {
 			errors++
 		}
 	}
-	if errors != 8 {
-		t.Fatalf("e2e.mjs checked %d tool errors, want 8: %v", errors, rep.Checks)
+	if errors != 11 {
+		t.Fatalf("e2e.mjs checked %d tool errors, want 11: %v", errors, rep.Checks)
 	}
 	if len(received) == 0 {
 		t.Fatal("e2e.mjs logged no message received")
