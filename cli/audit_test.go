@@ -40,7 +40,7 @@ func mustRun(t *testing.T, want int, getenv map[string]string, args ...string) (
 }
 
 // demoStore runs the fixed demo into a new directory and returns it; the
-// store is dir/demo.db (115 events of 13 operations), the contract
+// store is dir/demo.db (116 events of 13 operations), the contract
 // dir/demo-export.yaml.
 func demoStore(t *testing.T, sealer audit.Sealer) string {
 	t.Helper()
@@ -75,16 +75,16 @@ func TestAuditVerifyHeadShow(t *testing.T) {
 	dir := demoStore(t, nil)
 	db := filepath.Join(dir, "demo.db")
 	out, _ := mustRun(t, 0, nil, "audit", "verify", "--store", db)
-	if !strings.HasPrefix(out, "ok: 13 operations, 115 events, the chain is intact; head ") {
+	if !strings.HasPrefix(out, "ok: 13 operations, 116 events, the chain is intact; head ") {
 		t.Fatalf("verify: %s", out)
 	}
 	head, _ := mustRun(t, 0, nil, "audit", "head", "--store", db)
 	head = strings.TrimSpace(head)
-	if len(head) != 64 || !strings.Contains(out, head+" at pos 115") {
+	if len(head) != 64 || !strings.Contains(out, head+" at pos 116") {
 		t.Fatalf("head %q, verify said %s", head, out)
 	}
 	js, _ := mustRun(t, 0, nil, "audit", "head", "--store", db, "--json")
-	if js != `{"pos":115,"hash":"`+head+`"}`+"\n" {
+	if js != `{"pos":116,"hash":"`+head+`"}`+"\n" {
 		t.Fatalf("head --json: %s", js)
 	}
 	mustRun(t, 0, nil, "audit", "verify", "--store", db, "--head", head)
@@ -152,18 +152,18 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	mustRun(t, 2, nil, "audit", "keygen", "--kind", "anchor", "--out", key) // never overwrites
 	mustRun(t, 2, nil, "audit", "anchor", "--store", db)                    // --key required
 
-	// An older copy of the store (115 events), then more events and an
+	// An older copy of the store (116 events), then more events and an
 	// anchor of the newer head.
 	old := filepath.Join(dir, "old.db")
 	copyStore(t, db, old)
 	appendEvents(t, db)
 	anchor := filepath.Join(dir, "anchor.json")
 	out, _ = mustRun(t, 0, nil, "audit", "anchor", "--store", db, "--key", key, "--out", anchor)
-	if !strings.Contains(out, "anchored pos 116") {
+	if !strings.Contains(out, "anchored pos 117") {
 		t.Fatalf("anchor: %s", out)
 	}
 	out, _ = mustRun(t, 0, nil, "audit", "verify", "--store", db, "--anchor", anchor, "--public-key", key+".pub")
-	if !strings.Contains(out, "ok: anchor "+anchor+" (pos 116") {
+	if !strings.Contains(out, "ok: anchor "+anchor+" (pos 117") {
 		t.Fatalf("verify --anchor: %s", out)
 	}
 	head, _ := mustRun(t, 0, nil, "audit", "head", "--store", db)
@@ -177,7 +177,7 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 		t.Fatalf("verify of a cut store without --head: %s", out)
 	}
 	_, errs := mustRun(t, 1, nil, "audit", "verify", "--store", cut, "--head", strings.TrimSpace(head))
-	if !strings.Contains(errs, "event pos 113 (operation demo-submit-report seq 9): head not found") {
+	if !strings.Contains(errs, "event pos 113 (operation demo-submit-report seq 8): head not found") {
 		t.Fatalf("verify --head of a cut store: %s", errs)
 	}
 	_, errs = mustRun(t, 1, nil, "audit", "verify", "--store", cut, "--anchor", anchor)
@@ -191,7 +191,7 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	copyStore(t, old, db)
 	mustRun(t, 0, nil, "audit", "verify", "--store", db)
 	_, errs = mustRun(t, 1, nil, "audit", "verify", "--store", db, "--anchor", anchor)
-	if !strings.Contains(errs, "covers pos 116 but the store ends at pos 115") {
+	if !strings.Contains(errs, "covers pos 117 but the store ends at pos 116") {
 		t.Fatalf("verify --anchor of a rolled-back store: %s", errs)
 	}
 
@@ -204,7 +204,7 @@ func TestAuditTruncateAndRollback(t *testing.T) {
 	}
 	b, _ := os.ReadFile(anchor)
 	altered := filepath.Join(dir, "altered.json")
-	os.WriteFile(altered, bytes.Replace(b, []byte(`"pos": 116`), []byte(`"pos": 115`), 1), 0o644)
+	os.WriteFile(altered, bytes.Replace(b, []byte(`"pos": 117`), []byte(`"pos": 116`), 1), 0o644)
 	_, errs = mustRun(t, 1, nil, "audit", "verify", "--store", db, "--anchor", altered)
 	if !strings.Contains(errs, "signature is invalid") {
 		t.Fatalf("altered anchor: %s", errs)
@@ -246,7 +246,7 @@ func TestAuditSealed(t *testing.T) {
 
 	// Verify and head need no key.
 	out, _ = mustRun(t, 0, nil, "audit", "verify", "--store", db)
-	if !strings.Contains(out, "115 events") {
+	if !strings.Contains(out, "116 events") {
 		t.Fatalf("verify: %s", out)
 	}
 	head, _ := mustRun(t, 0, nil, "audit", "head", "--store", db)
@@ -329,14 +329,14 @@ func TestAuditSealed(t *testing.T) {
 		}
 		prev = h
 	}
-	if n != 116 {
-		t.Fatalf("%d lines exported, want 116", n)
+	if n != 117 {
+		t.Fatalf("%d lines exported, want 117", n)
 	}
 	if st, _ := os.Stat(exp); st.Mode().Perm() != 0o600 {
 		t.Fatalf("export file mode %v", st.Mode())
 	}
 	out, _ = mustRun(t, 0, nil, "audit", "export", "--store", db, "--audit-key", key, "--after", "113", "--operation", "demo-6-exp_late")
-	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `"pos":116`) || !strings.Contains(out, note) {
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `"pos":117`) || !strings.Contains(out, note) {
 		t.Fatalf("export --after 113 --operation: %s", out)
 	}
 

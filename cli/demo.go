@@ -180,6 +180,9 @@ func (r *demoRun) runCase(ctx context.Context, n int, c demoCase) error {
 			return err
 		}
 	}
+	if err := r.closeIncident(ctx); err != nil {
+		return err
+	}
 	r.srv.Script(c.job, c.steps...)
 	id := fmt.Sprintf("demo-%d-%s", n, c.job)
 	op, err := r.ctl.Start(ctx, r.ex, policy.NewParams{ID: id, ProviderJobID: c.job, MaxStatusRequests: c.maxRequests})
@@ -313,4 +316,27 @@ func outcomeWords(op *pollwarden.Operation) string {
 		s += ", result " + strings.TrimSpace(string(op.Result))
 	}
 	return s
+}
+
+// closeIncident ends an incident a case opened on the demo's one
+// credential (the refused credential's case opens one at once, which holds
+// every operation under the key), as an approver's decision on it would,
+// so the next case's story is its own.
+func (r *demoRun) closeIncident(ctx context.Context) error {
+	ks, err := r.st.KeyGet(ctx, pollwarden.QuotaKey(r.ex.Contract()))
+	if err != nil || ks.Incident.Open == nil {
+		return nil
+	}
+	now := r.clock.Now()
+	approver := pollwarden.Actor{Name: "demo-approver", Role: pollwarden.RoleApprover}
+	what := "closed by the demo before its next case, with nothing held"
+	inc, err := r.st.IncidentDecide(ctx, pollwarden.IncidentDecideParams{ID: ks.Incident.Open.ID, Now: now,
+		ClosedBy: "decision: " + what,
+		Decision: pollwarden.DecisionRecord{Option: pollwarden.OptionAbandon, By: approver, At: now, Outcome: what}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "\n   incident %s (%s, opened by %s) holds every operation under the credential\n   until an approver answers it (retry_credential once the secret is changed, or abandon):\n   pollwarden serve shows it at /ui/incidents/%s; the demo closes it before its next case\n",
+		inc.ID, inc.Kind, strings.Join(inc.Operations, ", "), inc.ID)
+	return nil
 }
