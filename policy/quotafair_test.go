@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/policy"
 )
 
 // fleetStep is one operation's next request in a simulated fleet.
@@ -85,5 +86,36 @@ func TestKeyGrantUsesEverySlotAcrossOwners(t *testing.T) {
 				t.Fatalf("%d grants in 5 windows of a quota of 10/s: slots left unused", n)
 			}
 		})
+	}
+}
+
+// A free slot is not left unused for a more deserving waiter promised a
+// later slot: it goes to whoever asks; only a waiter due now (its slot
+// come, within the grace) keeps it.
+func TestKeyGrantFreeSlotNotKeptForALaterWaiter(t *testing.T) {
+	c := quotaContract(60, time.Minute) // one a second
+	row := func(due time.Time) *pollwarden.KeyState {
+		ks := pollwarden.NewKeyState("k")
+		ks.Requests, ks.Per, ks.WindowStart, ks.WindowUsed = 60, time.Minute, quotaT0, 1
+		ks.Next = quotaT0.Add(time.Second)
+		ks.Granted = []pollwarden.KeyOwnerCount{{Owner: "alice", Count: 1}}
+		// Bob, granted fewer, has two waiting, promised 4 s and 5 s.
+		ks.Waiting = []pollwarden.KeyWaiter{{Priority: 5, Owner: "bob", Count: 2, Until: quotaT0.Add(5*time.Second + policy.WaiterGrace), Due: due}}
+		return ks
+	}
+	for _, tc := range []struct {
+		name string
+		due  time.Time
+	}{{"bob due at 4 s", quotaT0.Add(4 * time.Second)}, {"a row without due (read as the latest promise)", time.Time{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := row(tc.due)
+			if g := take(&ks, quotaOp("a1", "alice", 5), c, quotaT0.Add(time.Second)); !g.OK {
+				t.Fatalf("alice at the free slot of 1 s, bob promised later: held %+v", g)
+			}
+		})
+	}
+	ks := row(quotaT0.Add(4 * time.Second))
+	if g := take(&ks, quotaOp("a1", "alice", 5), c, quotaT0.Add(4*time.Second)); g.OK {
+		t.Fatal("alice took the slot of 4 s that bob (granted fewer) is due for")
 	}
 }
