@@ -71,6 +71,11 @@ type KeyWaiter struct {
 	Owner    string    `json:"owner"`
 	Count    int       `json:"count"`
 	Until    time.Time `json:"until"`
+	// Due is the earliest slot promised to one of them still out: the
+	// entry claims a free slot only from then (and briefly), so a slot
+	// nobody due asks for is never left unused. Zero in a row written
+	// before it was kept: the latest promise (Until less the grace).
+	Due time.Time `json:"due,omitzero"`
 }
 
 // KeyOwnerCount is one owner's grants in the current window.

@@ -19,6 +19,11 @@ const (
 	// (cancelled, its process gone) holds the less urgent ones off no
 	// longer than this.
 	WaiterGrace = time.Minute
+	// MaxDueGrace bounds how long after its promised slot a waiter still
+	// claims a free slot (it is also at most two intervals): a waiter that
+	// comes back later, or never, leaves the slot to whoever asks, so a
+	// free slot never goes unused for long while a request is due.
+	MaxDueGrace = time.Second
 	// NoQuotaGap spaces the operations held under a key with no declared
 	// quota (a learned hold only), so they resume one after another
 	// rather than all at the reset.
@@ -40,9 +45,10 @@ const (
 // Requests (rounded up), and nothing is granted before Next, so no window
 // of Per holds more than Requests grants, whatever the interleaving. A
 // learned hold (HoldUntil) or a provider's remaining count (spread until
-// its reset) only ever make the spacing longer. When a slot is free, it
-// goes to the most deserving waiter (see ahead): a less urgent request is
-// held while one more urgent waits for it.
+// its reset) only ever make the spacing longer. A free slot goes to the
+// request that asks for it unless a more deserving waiter is due for it
+// (see due): the quota is work-conserving, and priority then fairness
+// across owners decide who is promised the next slots (see promise).
 func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 	if ks.Incident.Open != nil || op.NextPollSource == pollwarden.DelayProviderIncident {
 		return keyIncident(ks, op, c, now)
@@ -50,14 +56,15 @@ func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.C
 	next := cloneKey(ks)
 	prio, owner := op.EffectivePriority(), op.Owner
 	changed := rollWindow(next, now, c)
+	gap := keyInterval(next, c, now)
+	grace := dueGrace(gap)
 	if op.NextPollSource == pollwarden.DelaySharedQuota {
 		// It was waiting for this: it is no longer one of the waiters.
 		changed = unwait(next, prio, owner) || changed
 	}
-	changed = expireWaiters(next, now) || changed
-	gap := keyInterval(next, c, now)
+	changed = expireWaiters(next, now, grace) || changed
 	free := keyFree(next, now)
-	if !now.Before(free) && (gap == 0 || ahead(next, prio, owner, now, false) == 0) {
+	if !now.Before(free) && (gap == 0 || due(next, prio, owner, now, grace) == 0) {
 		if gap > 0 || declared(c) {
 			grant(next, now, gap, owner)
 			changed = true
@@ -71,9 +78,9 @@ func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.C
 	if gap == 0 {
 		gap = NoQuotaGap
 	}
-	n := ahead(next, prio, owner, now, true)
-	until := maxTime(free, now).Add(gap * time.Duration(n))
-	wait(next, prio, owner, until.Add(WaiterGrace))
+	n := ahead(next, prio, owner, now)
+	until := promise(next, maxTime(free, now), gap, n)
+	wait(next, prio, owner, until)
 	next.UpdatedAt = now
 	return next, pollwarden.KeyGrant{Until: until, Source: pollwarden.DelaySharedQuota, Detail: heldDetail(next, c, now, free, n)}
 }
@@ -124,24 +131,19 @@ func keyFree(ks *pollwarden.KeyState, now time.Time) time.Time {
 	return free
 }
 
-// ahead counts the operations waiting that deserve the next slot more
-// than one of priority prio and owner owner: every waiter of a more
-// urgent priority, then, at the same priority, those of owners granted
-// fewer requests this window (an equal share each). With equal, it also
-// counts those as deserving as it (for a place in line), its own
-// included.
-func ahead(ks *pollwarden.KeyState, prio int, owner string, now time.Time, equal bool) int {
+// ahead counts the operations waiting that a held request of priority
+// prio and owner owner stands in line with or behind, the number its
+// story gives: every waiter of a more urgent priority, then, at the same
+// priority, those of owners granted fewer or as many requests this
+// window (an equal share each), its own owner's included.
+func ahead(ks *pollwarden.KeyState, prio int, owner string, now time.Time) int {
 	mine := granted(ks, owner)
 	n := 0
 	for _, w := range ks.Waiting {
 		if !now.Before(w.Until) || w.Count <= 0 {
 			continue
 		}
-		theirs := granted(ks, w.Owner)
-		switch {
-		case w.Priority < prio,
-			w.Priority == prio && w.Owner != owner && theirs < mine,
-			equal && w.Priority == prio && (w.Owner == owner || theirs == mine):
+		if w.Priority < prio || w.Priority == prio && (w.Owner == owner || granted(ks, w.Owner) <= mine) {
 			n += w.Count
 		}
 		if n >= maxAhead {
@@ -149,6 +151,84 @@ func ahead(ks *pollwarden.KeyState, prio int, owner string, now time.Time, equal
 		}
 	}
 	return n
+}
+
+// promise is the slot a held request is told to come back at: behind
+// the n waiters ahead of it, but never past the slot after the latest
+// one promised, since those ahead may hold slots already spent or
+// promised twice: every slot up to the last promise stays promised to
+// someone, and a waiter that finds a more deserving one due at its slot
+// is held again and placed anew.
+func promise(ks *pollwarden.KeyState, start time.Time, gap time.Duration, n int) time.Time {
+	var last time.Time
+	for _, w := range ks.Waiting {
+		last = maxTime(last, lastPromise(w))
+	}
+	tail := start
+	if !last.IsZero() {
+		tail = maxTime(start, last.Add(gap))
+	}
+	return minTime(start.Add(gap*time.Duration(n)), tail)
+}
+
+// due counts the waiters that may take a free slot from a request of
+// priority prio and owner owner: those more deserving (a more urgent
+// priority, or the same priority and an owner granted fewer this window)
+// AND due, their earliest promised slot come and not more than grace
+// ago. A waiter promised a later slot, or one that did not come back,
+// leaves the free slot to the request: the quota is work-conserving,
+// and priority and fairness decide who is promised the next slots.
+func due(ks *pollwarden.KeyState, prio int, owner string, now time.Time, grace time.Duration) int {
+	mine := granted(ks, owner)
+	n := 0
+	for _, w := range ks.Waiting {
+		d := dueAt(w)
+		if w.Count <= 0 || now.Before(d) || !now.Before(d.Add(grace)) {
+			continue
+		}
+		if w.Priority < prio || w.Priority == prio && w.Owner != owner && granted(ks, w.Owner) < mine {
+			n++
+		}
+	}
+	return n
+}
+
+// dueGrace is how long after its promised slot a waiter still claims a
+// free slot: two intervals, at most MaxDueGrace.
+func dueGrace(gap time.Duration) time.Duration {
+	if gap <= 0 {
+		gap = NoQuotaGap
+	}
+	return min(2*gap, MaxDueGrace)
+}
+
+// dueAt is the earliest slot promised to one of w's operations still out.
+func dueAt(w pollwarden.KeyWaiter) time.Time {
+	if w.Due.IsZero() {
+		return lastPromise(w)
+	}
+	return w.Due
+}
+
+// lastPromise is the latest slot promised to one of w's operations.
+func lastPromise(w pollwarden.KeyWaiter) time.Time {
+	return w.Until.Add(-WaiterGrace)
+}
+
+// settle takes k of w's operations off the entry, the earliest promised
+// first. The row keeps only the earliest and latest promise of an entry,
+// so the rest are taken as due at the latest: a guess that is too early
+// would hold requests off free slots nobody comes for, one too late only
+// lets a less deserving request take a slot first. It reports whether
+// the entry is now empty.
+func settle(w *pollwarden.KeyWaiter, k int) bool {
+	if k >= w.Count {
+		w.Count = 0
+		return true
+	}
+	w.Count -= k
+	w.Due = lastPromise(*w)
+	return false
 }
 
 // grant takes one slot at now for owner: the next slot is gap later, and
@@ -220,10 +300,8 @@ func rollWindow(ks *pollwarden.KeyState, now time.Time, c *pollwarden.Contract) 
 func unwait(ks *pollwarden.KeyState, prio int, owner string) bool {
 	for i, w := range ks.Waiting {
 		if w.Priority == prio && w.Owner == owner {
-			if w.Count <= 1 {
+			if settle(&ks.Waiting[i], 1) {
 				ks.Waiting = append(ks.Waiting[:i], ks.Waiting[i+1:]...)
-			} else {
-				ks.Waiting[i].Count--
 			}
 			return true
 		}
@@ -231,25 +309,51 @@ func unwait(ks *pollwarden.KeyState, prio int, owner string) bool {
 	return false
 }
 
-// expireWaiters drops the entries no longer counted.
-func expireWaiters(ks *pollwarden.KeyState, now time.Time) bool {
+// expireWaiters drops the entries no longer counted, and the operations
+// that did not come back within grace of their promised slot: they no
+// longer hold a place in line (one that comes back later is held again
+// and placed anew).
+func expireWaiters(ks *pollwarden.KeyState, now time.Time, grace time.Duration) bool {
 	kept := ks.Waiting[:0]
+	changed := false
 	for _, w := range ks.Waiting {
-		if now.Before(w.Until) && w.Count > 0 {
-			kept = append(kept, w)
+		if !now.Before(w.Until) || w.Count <= 0 {
+			changed = true
+			continue
 		}
+		if gone := noShows(w, now, grace); gone > 0 {
+			changed = true
+			if settle(&w, gone) {
+				continue
+			}
+		}
+		kept = append(kept, w)
 	}
-	changed := len(kept) != len(ks.Waiting)
 	ks.Waiting = kept
 	return changed
 }
 
-// wait adds one operation of prio and owner to the waiters, counted
-// until until. When the entries are at their bound, the one that expires
+// noShows counts w's operations taken as gone: the earliest once its
+// slot is more than grace ago, all once the latest is.
+func noShows(w pollwarden.KeyWaiter, now time.Time, grace time.Duration) int {
+	switch {
+	case now.Before(dueAt(w).Add(grace)):
+		return 0
+	case !now.Before(lastPromise(w).Add(grace)):
+		return w.Count
+	}
+	return 1
+}
+
+// wait adds one operation of prio and owner to the waiters, promised the
+// slot at slot; the entry counts until its latest promise plus
+// WaiterGrace. When the entries are at their bound, the one that expires
 // first gives way.
-func wait(ks *pollwarden.KeyState, prio int, owner string, until time.Time) {
+func wait(ks *pollwarden.KeyState, prio int, owner string, slot time.Time) {
+	until := slot.Add(WaiterGrace)
 	for i, w := range ks.Waiting {
 		if w.Priority == prio && w.Owner == owner {
+			ks.Waiting[i].Due = minTime(dueAt(w), slot)
 			ks.Waiting[i].Count++
 			ks.Waiting[i].Until = maxTime(w.Until, until)
 			return
@@ -264,13 +368,20 @@ func wait(ks *pollwarden.KeyState, prio int, owner string, until time.Time) {
 		}
 		ks.Waiting = append(ks.Waiting[:first], ks.Waiting[first+1:]...)
 	}
-	ks.Waiting = append(ks.Waiting, pollwarden.KeyWaiter{Priority: prio, Owner: owner, Count: 1, Until: until})
+	ks.Waiting = append(ks.Waiting, pollwarden.KeyWaiter{Priority: prio, Owner: owner, Count: 1, Until: until, Due: slot})
 }
 
 // declared reports whether c declares a quota of its own (requests per
 // per), not only the provider's count.
 func declared(c *pollwarden.Contract) bool {
 	return c.Quota != nil && c.Quota.Requests > 0 && c.Quota.Per > 0
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func maxTime(a, b time.Time) time.Time {
