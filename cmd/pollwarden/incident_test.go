@@ -16,7 +16,7 @@ import (
 // ref-1 (401): a credential incident holds held-1, held-2 and held-3.
 type incidentRig struct {
 	base, id, store string
-	srv      *fp.Server
+	srv             *fp.Server
 }
 
 var heldOps = []string{"held-1", "held-2", "held-3"}
