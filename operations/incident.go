@@ -225,3 +225,35 @@ func (s *Service) closeIncident(ctx context.Context, p IncidentDecisionParams, i
 	}
 	return closed, err
 }
+
+// MaxIncidentGauges bounds the open incidents the metrics show, one
+// series per key: keys come from contracts, but a gauge's cardinality
+// must not depend on them.
+const MaxIncidentGauges = 50
+
+// IncidentGauge is one open incident as the metrics show it: its key and
+// kind, and how many operations it holds (bounded, pollwarden.MaxHeldCount).
+type IncidentGauge struct {
+	Key  string
+	Kind pollwarden.IncidentKind
+	Held int
+}
+
+// IncidentGauges reads the open incidents (at most MaxIncidentGauges)
+// with their held counts, for no caller: the metrics gauges, which name
+// no operation. Like PhaseCounts, the store is the only place that knows
+// every process's incidents.
+func (s *Reader) IncidentGauges(ctx context.Context) ([]IncidentGauge, error) {
+	list, err := s.store.IncidentList(ctx, pollwarden.IncidentListParams{OpenOnly: true, Limit: MaxIncidentGauges})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.countHeld(ctx, list); err != nil {
+		return nil, err
+	}
+	out := make([]IncidentGauge, 0, len(list))
+	for _, inc := range list {
+		out = append(out, IncidentGauge{Key: inc.Key, Kind: inc.Kind, Held: inc.Held})
+	}
+	return out, nil
+}

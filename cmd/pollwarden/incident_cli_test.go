@@ -44,6 +44,13 @@ func TestIncidentsCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", bad.args, code, bad.want, p.stderr.String())
 		}
 	}
+	// /metrics shows the open incident and the operations it holds, per key.
+	m := scrape(t, r.base)
+	if m[`pollwarden_incidents_open{key="env:PROC_TOKEN",kind="credential"}`] != 1 ||
+		m[`pollwarden_incident_held_operations{key="env:PROC_TOKEN"}`] != float64(len(heldOps)) {
+		t.Errorf("/metrics while the incident is open: open %v, held %v", m[`pollwarden_incidents_open{key="env:PROC_TOKEN",kind="credential"}`],
+			m[`pollwarden_incident_held_operations{key="env:PROC_TOKEN"}`])
+	}
 	p, code = run("incidents", "decide", r.id, "--option", "abandon", "--by", "alice", "--note", "token revoked", "--json")
 	var d struct {
 		Incident map[string]any `json:"incident"`
@@ -56,6 +63,11 @@ func TestIncidentsCommand(t *testing.T) {
 		op := call(t, r.base, "alice-token", "GET", "/v1/operations/"+id, "", 200)
 		if op["phase"] == "waiting" || op["phase"] == "escalated" {
 			t.Fatalf("%s after the CLI's abandon: %v", id, op["phase"])
+		}
+	}
+	for series := range scrape(t, r.base) {
+		if strings.HasPrefix(series, "pollwarden_incidents_open{") || strings.HasPrefix(series, "pollwarden_incident_held_operations{") {
+			t.Errorf("/metrics after the incident closed still shows %s", series)
 		}
 	}
 	if p, code := run("incidents", "decide", r.id, "--option", "abandon", "--by", "alice"); code != 2 || !strings.Contains(p.stderr.String(), "closed") {
