@@ -249,3 +249,23 @@ func TestCancelDuringAnOutageNeverTakesTheProbeSlot(t *testing.T) {
 		t.Fatal("the probe's valid answer did not close the incident")
 	}
 }
+
+// A cancel or a result fetch an incident holds is refused at once, in
+// words that name the incident, not the shared quota; a quota's hold
+// still names the key.
+func TestHeldRequestNamesItsIncident(t *testing.T) {
+	r := newRig(t, "")
+	for _, what := range []string{"the cancel", "the result fetch"} {
+		h := &quotaHeld{grant: pollwarden.KeyGrant{Until: r.clock.Now().Add(time.Second), Source: pollwarden.DelayProviderIncident,
+			Incident: "inc-0123456789abcdef", Detail: "incident inc-0123456789abcdef: the provider is failing"}}
+		err := r.ctl.waitQuota(context.Background(), h, what, "env:CTL_TOKEN")
+		if !errors.Is(err, pollwarden.ErrQuotaHeld) || !strings.Contains(err.Error(), what+" is held by provider incident inc-0123456789abcdef") ||
+			strings.Contains(err.Error(), "shared quota") {
+			t.Errorf("%s held by an incident: %v", what, err)
+		}
+		h.grant.Source, h.grant.Until = pollwarden.DelaySharedQuota, r.clock.Now().Add(time.Hour)
+		if err := r.ctl.waitQuota(context.Background(), h, what, "env:CTL_TOKEN"); !strings.Contains(err.Error(), what+" is held by the shared quota of env:CTL_TOKEN") {
+			t.Errorf("%s held by the quota: %v", what, err)
+		}
+	}
+}
