@@ -259,10 +259,11 @@ func (s *Store) noteIncidents(ctx context.Context, tx Querier, keys *keyTx, key 
 	return prepareEvents(s.sealer, op.ID, pollwarden.IncidentEvents(op, fx, at))
 }
 
-// heldCountSQL counts one incident's held operations, stopping at a
+// HeldCountSQL counts one incident's held operations, stopping at a
 // limit: a seek in the partial index operations_held_by (the literal
 // condition lets SQLite use it), never more than limit entries read.
-const heldCountSQL = "SELECT count(*) FROM (SELECT 1 FROM operations WHERE held_by <> '' AND held_by = ? LIMIT ?) AS held"
+// Exported so that a driver can check the plan its database makes of it.
+const HeldCountSQL = "SELECT count(*) FROM (SELECT 1 FROM operations WHERE held_by <> '' AND held_by = ? LIMIT ?) AS held"
 
 // IncidentHeld counts the operations each incident of ids holds now, each
 // count at most limit.
@@ -273,7 +274,7 @@ func (s *Store) IncidentHeld(ctx context.Context, ids []string, limit int) (map[
 			continue
 		}
 		var n int64
-		if err := s.d.Reader().QueryRow(ctx, heldCountSQL, id, limit).Scan(&n); err != nil {
+		if err := s.d.Reader().QueryRow(ctx, HeldCountSQL, id, limit).Scan(&n); err != nil {
 			return nil, s.fail(err, "count held operations")
 		}
 		out[id] = int(n)
