@@ -31,4 +31,15 @@ var (
 	// the caller waits; nothing was sent or recorded. The error says until
 	// when; a door answers it as "try again later".
 	ErrQuotaHeld = errors.New("held by the shared quota")
+	// ErrIncidentHeld: such a request was held back by an open provider
+	// incident under its key. It is an ErrQuotaHeld (errors.Is), so a
+	// door answers it alike, but its words name the incident.
+	ErrIncidentHeld error = incidentHeld{}
 )
+
+// incidentHeld is ErrIncidentHeld's type: its own words, matching
+// ErrQuotaHeld.
+type incidentHeld struct{}
+
+func (incidentHeld) Error() string        { return "held by a provider incident" }
+func (incidentHeld) Is(target error) bool { return target == ErrQuotaHeld }

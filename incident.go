@@ -44,7 +44,7 @@ type Incident struct {
 	LastProbe   string     `json:"last_probe,omitempty"`
 	LastProbeAt *time.Time `json:"last_probe_at,omitempty"`
 	// Held is how many operations the incident holds now: counted when
-	// the incident is read, never stored.
+	// the incident is read, never stored, and at most MaxHeldCount.
 	Held int `json:"held"`
 	// Refused fingerprints the refused credential (kind credential).
 	Refused *RefusedCredential `json:"refused_credential,omitempty"`
@@ -53,6 +53,10 @@ type Incident struct {
 	// Decision is the approver's answer that closed it, if one did.
 	Decision *DecisionRecord `json:"decision,omitempty"`
 }
+
+// MaxHeldCount bounds Incident.Held: a count stops there, so reading an
+// incident held by a crowd costs no more than by a few thousand.
+const MaxHeldCount = 10000
 
 // Open reports whether the incident is still open.
 func (i *Incident) Open() bool { return i.ClosedAt == nil }
@@ -159,6 +163,10 @@ type IncidentKeeper interface {
 	// clears it from its key's state, in one transaction. It fails with
 	// ErrNotFound for an unknown id and ErrConflict when it is closed.
 	IncidentDecide(ctx context.Context, p IncidentDecideParams) (*Incident, error)
+	// IncidentHeld counts the operations each incident of ids holds now
+	// (ListParams.HeldBy), each count at most limit: a listing's cost
+	// stays bounded however many operations an outage holds.
+	IncidentHeld(ctx context.Context, ids []string, limit int) (map[string]int, error)
 }
 
 // The audit events of an incident, appended to the operation whose

@@ -103,6 +103,10 @@ type ListParams struct {
 	// store before Limit, so a page is never cut down in memory.
 	Reason Reason
 	Text   string
+	// HeldBy, when set, keeps only the operations that provider incident
+	// holds now (waiting, with the delay source provider_incident): how a
+	// decision finds them, through an index, however many wait.
+	HeldBy string
 }
 
 // EventScanParams selects the events EventScan returns.

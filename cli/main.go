@@ -156,7 +156,7 @@ waiting ends, and who decides what happens next. Every decision is recorded.`,
 	_ = root.PersistentFlags().MarkHidden("progress-every")
 	root.AddCommand(waitCmd(env), submitCmd(env), opsCmd(env), contractCmd(env), auditCmd(env), decideCmd(env), demoCmd(env))
 	root.AddCommand(simCmd(env))
-	root.AddCommand(serveCmd(env), webhooksCmd(env))
+	root.AddCommand(serveCmd(env), webhooksCmd(env), incidentsCmd(env))
 	root.AddCommand(mcpCmd(env))
 	root.AddCommand(versionCmd(env), completionCmd(env))
 	env.completeArgs(root)

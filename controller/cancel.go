@@ -52,7 +52,7 @@ func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id s
 		case refusal != nil:
 			return nil, refusal
 		case held != nil:
-			if err := c.waitQuota(ctx, held, "the cancel is held by the shared quota of "+pollwarden.QuotaKey(ct)); err != nil {
+			if err := c.waitQuota(ctx, held, "the cancel", pollwarden.QuotaKey(ct)); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w: a slot of the shared quota is free now", pollwarden.ErrConflict)

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +187,85 @@ func TestRefusedCredentialHoldsTheOthersAtOnce(t *testing.T) {
 	for i := 1; i < 4; i++ {
 		if c := r.srv.Count(fmt.Sprintf("j%d", i)); c != 0 {
 			t.Fatalf("the provider saw %d requests for j%d under the refused credential", c, i)
+		}
+	}
+}
+
+// A cancel asked for while an outage is open, when the probe is due,
+// neither goes nor takes the probe's slot (its answer would not close the
+// incident, so the slot would stay taken until its lease ends): it is
+// refused at once naming the incident, and the next status request is the
+// probe.
+func TestCancelDuringAnOutageNeverTakesTheProbeSlot(t *testing.T) {
+	r := newRig(t, "cancel: {url: \"BASE/jobs/{job_id}/cancel\"}\n")
+	ctx := context.Background()
+	for i := range 6 {
+		job := fmt.Sprintf("j%d", i)
+		if i < 5 {
+			r.srv.Script(job, fp.Code(503, nil), fp.State("running", nil))
+		} else {
+			r.srv.Script(job, fp.State("running", nil))
+		}
+		r.submit(fmt.Sprintf("op%d", i), job, policy.NewParams{})
+	}
+	for i := range 5 {
+		if _, err := r.ctl.Step(ctx, r.ex, fmt.Sprintf("op%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc := openUnder(t, r)
+	if inc == "" {
+		t.Fatal("five failures opened no incident")
+	}
+	ks, err := r.store.KeyGet(ctx, "env:CTL_TOKEN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(ks.Incident.Open.NextProbeAt.Sub(r.clock.Now()) + time.Second) // the probe is due
+	_, err = r.ctl.Cancel(ctx, r.ex, "op5", policy.DecisionParams{Actor: approver})
+	if !errors.Is(err, pollwarden.ErrQuotaHeld) || !errors.Is(err, pollwarden.ErrIncidentHeld) ||
+		!strings.Contains(err.Error(), "held by provider incident "+inc) || strings.Contains(err.Error(), "shared quota") {
+		t.Fatalf("cancel during the outage: %v; want ErrIncidentHeld naming %s, not the shared quota", err, inc)
+	}
+	if r.srv.Cancels("j5") != 0 {
+		t.Fatal("the cancel was sent during the outage")
+	}
+	if ks, _ := r.store.KeyGet(ctx, "env:CTL_TOKEN"); ks.Incident.Open == nil || ks.Incident.Open.ProbeOp != "" {
+		t.Fatalf("after the cancel, the probe slot is %+v; want it free", ks.Incident.Open)
+	}
+	// The next status request due is the probe, and its answer closes it.
+	op0, err := r.store.OperationGet(ctx, "op0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := op0.NextPollAt.Sub(r.clock.Now()); d > 0 {
+		r.clock.Advance(d)
+	}
+	res, err := r.ctl.Step(ctx, r.ex, "op0")
+	if err != nil || !res.Sent {
+		t.Fatalf("the next status request: %+v, %v; want it sent as the probe", res, err)
+	}
+	if openUnder(t, r) != "" {
+		t.Fatal("the probe's valid answer did not close the incident")
+	}
+}
+
+// A cancel or a result fetch an incident holds is refused at once, in
+// words that name the incident, not the shared quota; a quota's hold
+// still names the key.
+func TestHeldRequestNamesItsIncident(t *testing.T) {
+	r := newRig(t, "")
+	for _, what := range []string{"the cancel", "the result fetch"} {
+		h := &quotaHeld{grant: pollwarden.KeyGrant{Until: r.clock.Now().Add(time.Second), Source: pollwarden.DelayProviderIncident,
+			Incident: "inc-0123456789abcdef", Detail: "incident inc-0123456789abcdef: the provider is failing"}}
+		err := r.ctl.waitQuota(context.Background(), h, what, "env:CTL_TOKEN")
+		if !errors.Is(err, pollwarden.ErrQuotaHeld) || !strings.Contains(err.Error(), what+" is held by provider incident inc-0123456789abcdef") ||
+			strings.Contains(err.Error(), "shared quota") {
+			t.Errorf("%s held by an incident: %v", what, err)
+		}
+		h.grant.Source, h.grant.Until = pollwarden.DelaySharedQuota, r.clock.Now().Add(time.Hour)
+		if err := r.ctl.waitQuota(context.Background(), h, what, "env:CTL_TOKEN"); !strings.Contains(err.Error(), what+" is held by the shared quota of env:CTL_TOKEN") {
+			t.Errorf("%s held by the quota: %v", what, err)
 		}
 	}
 }

@@ -28,6 +28,11 @@ func quotaTake(ct *pollwarden.Contract, now time.Time, wait bool, held **quotaHe
 		Key: pollwarden.QuotaKey(ct),
 		Grant: func(ks *pollwarden.KeyState, op *pollwarden.Operation, at time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 			*held = nil // a retried transaction decides again
+			if !wait {
+				// Not a status request: it never takes an
+				// incident's probe slot.
+				return policy.ActionGrant(ks, op, ct, at)
+			}
 			return policy.KeyGrant(ks, op, ct, at)
 		},
 		Held: func(op *pollwarden.Operation, g pollwarden.KeyGrant) (*pollwarden.Operation, []pollwarden.Event) {
@@ -102,8 +107,16 @@ const MaxQuotaWait = 30 * time.Second
 
 // waitQuota waits, on the controller's clock, for the slot a held
 // request was told of, or refuses with ErrQuotaHeld when it is further
-// than MaxQuotaWait.
-func (c *Controller) waitQuota(ctx context.Context, h *quotaHeld, what string) error {
+// than MaxQuotaWait. A request a provider incident holds is refused at
+// once (ErrIncidentHeld, naming the incident): the incident has no known
+// end to wait for. what names the request ("the cancel").
+func (c *Controller) waitQuota(ctx context.Context, h *quotaHeld, what, key string) error {
+	if h.grant.Source == pollwarden.DelayProviderIncident {
+		return pollwarden.Refuse(pollwarden.ErrIncidentHeld, "",
+			"%s is held by provider incident %s (%s); nothing was sent or recorded; ask again once it closes",
+			what, h.grant.Incident, h.grant.Detail)
+	}
+	what += " is held by the shared quota of " + key
 	now := c.clock.Now()
 	d := h.grant.Until.Sub(now)
 	if d > MaxQuotaWait {

@@ -134,7 +134,7 @@ func (c *Controller) startFetch(ctx, wait context.Context, ct *pollwarden.Contra
 		if err != nil || held == nil {
 			return sent, refusal, err
 		}
-		if err := c.waitQuota(wait, held, "the result fetch is held by the shared quota of "+pollwarden.QuotaKey(ct)); err != nil {
+		if err := c.waitQuota(wait, held, "the result fetch", pollwarden.QuotaKey(ct)); err != nil {
 			return false, "", err
 		}
 	}

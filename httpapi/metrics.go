@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pollwarden/pollwarden"
+	pwmetrics "github.com/pollwarden/pollwarden/metrics"
 	"github.com/pollwarden/pollwarden/operations"
 )
 
@@ -38,6 +39,7 @@ func newMetrics(reg *prometheus.Registry, ops *operations.Service) *metrics {
 		"pollwarden_operations",
 		"Operations in the store by phase, counted from the store at scrape time (so other processes' operations count too).",
 		[]string{"phase"}, nil)}, newQuotaCollector(ops))
+	pwmetrics.RegisterIncidents(reg, ops.IncidentGauges)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return m
 }

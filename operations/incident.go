@@ -69,38 +69,40 @@ func (s *Reader) incident(ctx context.Context, id string) (*pollwarden.Incident,
 }
 
 // held returns the operations incident id holds now: those waiting with
-// the delay source provider_incident under it.
-func (s *Reader) held(ctx context.Context, ids map[string]bool) (map[string][]*pollwarden.Operation, error) {
-	out := map[string][]*pollwarden.Operation{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	ops, err := s.store.OperationList(ctx, pollwarden.ListParams{Phase: pollwarden.PhaseWaiting})
+// the delay source provider_incident under it, found through the store's
+// index (ListParams.HeldBy), not by reading every waiting operation.
+func (s *Reader) held(ctx context.Context, id string) ([]*pollwarden.Operation, error) {
+	ops, err := s.store.OperationList(ctx, pollwarden.ListParams{Phase: pollwarden.PhaseWaiting, HeldBy: id})
 	if err != nil {
 		return nil, err
 	}
+	out := ops[:0]
 	for _, op := range ops {
-		if ids[op.HeldBy] && op.NextPollSource == pollwarden.DelayProviderIncident {
-			out[op.HeldBy] = append(out[op.HeldBy], op)
+		if op.HeldBy == id && op.NextPollSource == pollwarden.DelayProviderIncident {
+			out = append(out, op)
 		}
 	}
 	return out, nil
 }
 
-// countHeld fills in each open incident's Held.
+// countHeld fills in each open incident's Held, each count bounded
+// (pollwarden.MaxHeldCount).
 func (s *Reader) countHeld(ctx context.Context, list []*pollwarden.Incident) error {
-	ids := map[string]bool{}
+	var ids []string
 	for _, inc := range list {
 		if inc.Open() {
-			ids[inc.ID] = true
+			ids = append(ids, inc.ID)
 		}
 	}
-	held, err := s.held(ctx, ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	held, err := s.store.IncidentHeld(ctx, ids, pollwarden.MaxHeldCount)
 	if err != nil {
 		return err
 	}
 	for _, inc := range list {
-		inc.Held = len(held[inc.ID])
+		inc.Held = held[inc.ID]
 	}
 	return nil
 }
@@ -155,13 +157,12 @@ func (s *Service) DecideIncident(ctx context.Context, p IncidentDecisionParams) 
 			return nil, refuse(Conflict, "option", "credential %s is the one the provider refused (or cannot be read here); change it first: a refused credential is never retried", display.Value(inc.Key))
 		}
 	}
-	held, err := s.held(ctx, map[string]bool{inc.ID: true})
+	targets, err := s.held(ctx, inc.ID)
 	if err != nil {
 		return nil, err
 	}
 	// The operations whose refusal opened a credential incident are
 	// escalated, not held: the decision answers them too.
-	targets := held[inc.ID]
 	for _, id := range inc.Operations {
 		if op, err := s.store.OperationGet(ctx, id); err == nil && op.Phase.AwaitsDecision() {
 			targets = append(targets, op)
@@ -223,4 +224,36 @@ func (s *Service) closeIncident(ctx context.Context, p IncidentDecisionParams, i
 		return nil, refuse(NotFound, "incident_id", "no incident %s", display.Clip(inc.ID))
 	}
 	return closed, err
+}
+
+// MaxIncidentGauges bounds the open incidents the metrics show, one
+// series per key: keys come from contracts, but a gauge's cardinality
+// must not depend on them.
+const MaxIncidentGauges = 50
+
+// IncidentGauge is one open incident as the metrics show it: its key and
+// kind, and how many operations it holds (bounded, pollwarden.MaxHeldCount).
+type IncidentGauge struct {
+	Key  string
+	Kind pollwarden.IncidentKind
+	Held int
+}
+
+// IncidentGauges reads the open incidents (at most MaxIncidentGauges)
+// with their held counts, for no caller: the metrics gauges, which name
+// no operation. Like PhaseCounts, the store is the only place that knows
+// every process's incidents.
+func (s *Reader) IncidentGauges(ctx context.Context) ([]IncidentGauge, error) {
+	list, err := s.store.IncidentList(ctx, pollwarden.IncidentListParams{OpenOnly: true, Limit: MaxIncidentGauges})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.countHeld(ctx, list); err != nil {
+		return nil, err
+	}
+	out := make([]IncidentGauge, 0, len(list))
+	for _, inc := range list {
+		out = append(out, IncidentGauge{Key: inc.Key, Kind: inc.Kind, Held: inc.Held})
+	}
+	return out, nil
 }

@@ -24,10 +24,10 @@ func (s *Service) closeRefusedCredential(ctx context.Context, p DecisionParams, 
 	if err != nil || !inc.Open() {
 		return
 	}
-	held, err := s.held(ctx, map[string]bool{inc.ID: true})
+	held, err := s.held(ctx, inc.ID)
 	if err != nil {
 		return
 	}
 	_, _ = s.closeIncident(ctx, IncidentDecisionParams{Caller: p.Caller, ID: inc.ID,
-		Option: pollwarden.OptionRetryCredential, Note: p.Note}, inc, len(held[inc.ID]))
+		Option: pollwarden.OptionRetryCredential, Note: p.Note}, inc, len(held))
 }

@@ -51,6 +51,12 @@ type IncidentGrant struct {
 // escalates as always. While a credential incident is open nothing is
 // sent. The returned state is the one to write with the key's row.
 func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (pollwarden.IncidentState, IncidentGrant) {
+	return grantIncident(is, op, c, now, true)
+}
+
+// grantIncident is GrantIncident for a status request (status) or
+// another request of op (a cancel, which never probes).
+func grantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, status bool) (pollwarden.IncidentState, IncidentGrant) {
 	o := is.Open
 	if o == nil {
 		return is, IncidentGrant{Send: true}
@@ -71,10 +77,11 @@ func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pol
 	}
 	slotTaken := o.ProbeOp != "" && now.Before(o.ProbeUntil) && o.ProbeOp != op.ID
 	switch {
-	case !op.Phase.Polling():
-		// A submission or a result fetch is no status request: its
-		// answer would not tell the incident whether the provider is
-		// back, so it never takes the probe's slot.
+	case !status || !op.Phase.Polling():
+		// A submission, a cancel or a result fetch is no status
+		// request: its answer would not tell the incident whether the
+		// provider is back (nor free the slot), so it never takes the
+		// probe's slot.
 		return hold(fmt.Sprintf("incident %s: the provider is failing; only a status request probes it", o.ID))
 	case slotTaken:
 		return hold(fmt.Sprintf("incident %s: the provider is failing; operation %s is probing it, this one waits", o.ID, o.ProbeOp))
@@ -262,7 +269,7 @@ func resumed(op *pollwarden.Operation) *pollwarden.Operation {
 // reaches the quota; the probe it lets go is then the quota's to grant,
 // and takes the probe slot only if the quota grants it. Once the
 // incident is over, an operation it held resumes spread.
-func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, status bool) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 	if ks.Incident.Open == nil {
 		// Held by an incident that is over: spread, then the quota.
 		if g, ok := resumeAfterIncident(op, c, now); ok {
@@ -271,7 +278,7 @@ func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarde
 		without := cloneKey(ks)
 		return KeyGrant(without, resumed(op), c, now)
 	}
-	is, g := GrantIncident(ks.Incident, op, c, now)
+	is, g := grantIncident(ks.Incident, op, c, now, status)
 	if !g.Send {
 		return nil, pollwarden.KeyGrant{Until: g.Until, Source: pollwarden.DelayProviderIncident, Detail: g.Detail, Incident: g.Incident}
 	}

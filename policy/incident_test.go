@@ -296,3 +296,27 @@ func TestIncidentOnlyAStatusRequestProbes(t *testing.T) {
 		}
 	}
 }
+
+// A cancel (any request that is not a status request) of a polling
+// operation holds under an open outage without taking the probe's slot,
+// and once the incident is over it is not spread like a held status
+// request: it goes to the quota at once.
+func TestIncidentActionNeverProbes(t *testing.T) {
+	c := testContract()
+	is, _ := openOutage(t, c, 5)
+	ks := pollwarden.NewKeyState("k")
+	ks.Incident = is
+	op := opNamed(t, c, "x")
+	next, g := ActionGrant(ks, op, c, is.Open.NextProbeAt)
+	if g.OK || g.Source != pollwarden.DelayProviderIncident || (next != nil && next.Incident.Open.ProbeOp != "") {
+		t.Fatalf("a cancel under the outage, probe due: %+v, row %+v", g, next)
+	}
+	if _, g := KeyGrant(ks, op, c, is.Open.NextProbeAt); !g.OK {
+		t.Fatalf("a status request with the probe due: %+v; want it to probe", g)
+	}
+	ks.Incident = pollwarden.IncidentState{}
+	op.NextPollSource, op.HeldBy = pollwarden.DelayProviderIncident, is.Open.ID
+	if _, g := ActionGrant(ks, op, c, is.Open.NextProbeAt); !g.OK {
+		t.Fatalf("a cancel once the incident is over: %+v; want it to go", g)
+	}
+}

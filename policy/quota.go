@@ -50,8 +50,22 @@ const (
 // (see due): the quota is work-conserving, and priority then fairness
 // across owners decide who is promised the next slots (see promise).
 func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
-	if ks.Incident.Open != nil || op.NextPollSource == pollwarden.DelayProviderIncident {
-		return keyIncident(ks, op, c, now)
+	return keyGrant(ks, op, c, now, true)
+}
+
+// ActionGrant is KeyGrant for a credentialed request that is not a status
+// request (a submission, a cancel, a result fetch): under an open outage
+// it holds and never takes the probe's slot, since its answer cannot tell
+// whether the provider is back and so would not free the slot; once an
+// incident is over it goes to the quota at once (the resume spread is for
+// the held operations' status requests).
+func ActionGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+	return keyGrant(ks, op, c, now, false)
+}
+
+func keyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, status bool) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+	if ks.Incident.Open != nil || (status && op.NextPollSource == pollwarden.DelayProviderIncident) {
+		return keyIncident(ks, op, c, now, status)
 	}
 	next := cloneKey(ks)
 	prio, owner := op.EffectivePriority(), op.Owner

@@ -11,7 +11,8 @@ import (
 
 // TestOwnerMigrationKeepsOldRows: a store made before migration 003 is
 // upgraded in place; its operations get no owner (so only those who see
-// all see them) and lists by owner work at once.
+// all see them) and lists by owner work at once; an operation an incident
+// held gets its held_by column from its record (migration 010).
 func TestOwnerMigrationKeepsOldRows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pw.db")
 	s, err := sqlite.Open(t.Context(), path, sqlite.Options{})
@@ -20,13 +21,15 @@ func TestOwnerMigrationKeepsOldRows(t *testing.T) {
 	}
 	now := time.Now()
 	op := &pollwarden.Operation{ID: "old", Contract: "c", ProviderJobID: "j", Fingerprint: "f",
-		StartedAt: now, DeadlineAt: now.Add(time.Hour), NextPollAt: now, Phase: pollwarden.PhaseWaiting}
+		StartedAt: now, DeadlineAt: now.Add(time.Hour), NextPollAt: now, Phase: pollwarden.PhaseWaiting,
+		NextPollSource: pollwarden.DelayProviderIncident, HeldBy: "inc-0123456789abcdef"}
 	if err := s.OperationCreate(t.Context(), op, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	// Back to schema 2, as a store written by the previous release.
-	for _, q := range []string{"DROP TABLE incidents", "DELETE FROM pollwarden_migrations WHERE version = 9",
+	for _, q := range []string{"DROP INDEX operations_held_by", "ALTER TABLE operations DROP COLUMN held_by",
+		"DELETE FROM pollwarden_migrations WHERE version = 10", "DROP TABLE incidents", "DELETE FROM pollwarden_migrations WHERE version = 9",
 		"DROP TABLE quota_keys", "DELETE FROM pollwarden_migrations WHERE version = 8",
 		"DELETE FROM pollwarden_migrations WHERE version = 7", "DROP TABLE contracts", "DELETE FROM pollwarden_migrations WHERE version = 6",
 		"DROP TRIGGER events_need_operation", "DELETE FROM pollwarden_migrations WHERE version = 5",
@@ -48,6 +51,10 @@ func TestOwnerMigrationKeepsOldRows(t *testing.T) {
 	got, err := s.OperationGet(t.Context(), "old")
 	if err != nil || got.Owner != "" {
 		t.Fatalf("old record: %+v, %v", got, err)
+	}
+	held, err := s.OperationList(t.Context(), pollwarden.ListParams{HeldBy: "inc-0123456789abcdef"})
+	if err != nil || len(held) != 1 || held[0].ID != "old" {
+		t.Fatalf("list held by the incident after the upgrade: %v, %v", held, err)
 	}
 	mine := &pollwarden.Operation{ID: "new", Contract: "c", ProviderJobID: "j2", Fingerprint: "f2", Owner: "build-agent",
 		StartedAt: now, DeadlineAt: now.Add(time.Hour), NextPollAt: now, Phase: pollwarden.PhaseWaiting}

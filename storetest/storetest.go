@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"ListContractJob", testListJob},
 		{"ListReasonTextBeforeLimit", testListReasonText},
 		{"CountsByPhase", testCounts},
+		{"ListHeldByIncident", testListHeldBy},
 		{"SaveKeepsOwner", testSaveKeepsOwner},
 		{"ListDueOldestFirst", testListDue},
 		{"ListDueFollowsSaves", testListDueAfterSave},

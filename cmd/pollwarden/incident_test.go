@@ -15,8 +15,8 @@ import (
 // incidentRig is a real serve whose provider refused the credential of
 // ref-1 (401): a credential incident holds held-1, held-2 and held-3.
 type incidentRig struct {
-	base, id string
-	srv      *fp.Server
+	base, id, store string
+	srv             *fp.Server
 }
 
 var heldOps = []string{"held-1", "held-2", "held-3"}
@@ -52,7 +52,8 @@ escalation:
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", filepath.Join(dir, "pw.db"),
+	r.store = filepath.Join(dir, "pw.db")
+	p := start(t, "serve", "--listen", "127.0.0.1:0", "--store", r.store,
 		"--contracts", cdir, "--tokens", filepath.Join(dir, "tokens.yaml"))
 	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
 	r.base = listenAddr(t, p)

@@ -258,3 +258,26 @@ func (s *Store) noteIncidents(ctx context.Context, tx Querier, keys *keyTx, key 
 	}
 	return prepareEvents(s.sealer, op.ID, pollwarden.IncidentEvents(op, fx, at))
 }
+
+// HeldCountSQL counts one incident's held operations, stopping at a
+// limit: a seek in the partial index operations_held_by (the literal
+// condition lets SQLite use it), never more than limit entries read.
+// Exported so that a driver can check the plan its database makes of it.
+const HeldCountSQL = "SELECT count(*) FROM (SELECT 1 FROM operations WHERE held_by <> '' AND held_by = ? LIMIT ?) AS held"
+
+// IncidentHeld counts the operations each incident of ids holds now, each
+// count at most limit.
+func (s *Store) IncidentHeld(ctx context.Context, ids []string, limit int) (map[string]int, error) {
+	out := make(map[string]int, len(ids))
+	for _, id := range ids {
+		if _, ok := out[id]; ok || id == "" {
+			continue
+		}
+		var n int64
+		if err := s.d.Reader().QueryRow(ctx, HeldCountSQL, id, limit).Scan(&n); err != nil {
+			return nil, s.fail(err, "count held operations")
+		}
+		out[id] = int(n)
+	}
+	return out, nil
+}

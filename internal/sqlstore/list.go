@@ -112,6 +112,12 @@ func (s *Store) ListQuery(p pollwarden.ListParams) (string, []any) {
 		where = append(where, "provider_job_id = ?")
 		args = append(args, p.ProviderJobID)
 	}
+	if p.HeldBy != "" {
+		// The literal condition lets SQLite use the partial index
+		// operations_held_by, which a bound parameter alone would not.
+		where = append(where, "held_by <> ''", "held_by = ?")
+		args = append(args, p.HeldBy)
+	}
 	if p.Reason != "" {
 		where = append(where, "reason = ?")
 		args = append(args, string(p.Reason))

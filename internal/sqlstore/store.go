@@ -58,7 +58,7 @@ var recordCols = []string{
 	"phase", "reason", "started_at", "deadline_at", "next_poll_at", "finished_at",
 	"status_requests_used", "max_status_requests", "transport_failures_used",
 	"max_transport_failures", "rate_limited_used", "max_rate_limited",
-	"completed_polls", "version", "owner", "record",
+	"completed_polls", "version", "owner", "held_by", "record",
 }
 
 // headCols read the chain's head as two more columns of the query that a
@@ -157,8 +157,18 @@ func recordArgs(op *pollwarden.Operation) ([]any, error) {
 		FormatTime(op.NextPollAt), formatTimePtr(op.FinishedAt),
 		op.StatusRequestsUsed, op.MaxStatusRequests, op.TransportFailuresUsed,
 		op.MaxTransportFailures, op.RateLimitedUsed, op.MaxRateLimited,
-		op.CompletedPolls, op.Version, op.Owner, string(rec),
+		op.CompletedPolls, op.Version, op.Owner, heldBy(op), string(rec),
 	}, nil
+}
+
+// heldBy is the held_by column of op: the incident that holds it now,
+// only while it waits with the delay source provider_incident (a record
+// keeps HeldBy after the hold is over; the column must not).
+func heldBy(op *pollwarden.Operation) string {
+	if op.Phase != pollwarden.PhaseWaiting || op.NextPollSource != pollwarden.DelayProviderIncident {
+		return ""
+	}
+	return op.HeldBy
 }
 
 // decodeRecord reads a stored record; the version column is authoritative.

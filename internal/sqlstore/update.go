@@ -3,13 +3,14 @@ package sqlstore
 import "strings"
 
 // indexedCols are the record columns an index holds (operations_job,
-// operations_phase, operations_due through its WHERE, operations_owner). A
+// operations_phase, operations_due through its WHERE, operations_owner,
+// operations_held_by). A
 // write names one in its UPDATE only when the value changes: SQLite
 // rewrites the index entries of every indexed column named in SET, changed
 // or not (pages to write to the WAL and fsync), and PostgreSQL updates a
 // row in place (HOT, no index work) only when no indexed column is set to
 // a new value. Most saves change none, or only next_poll_at.
-var indexedCols = [...]string{"contract", "provider_job_id", "phase", "next_poll_at", "owner"}
+var indexedCols = [...]string{"contract", "provider_job_id", "phase", "next_poll_at", "owner", "held_by"}
 
 // storedIndexed holds a row's indexedCols as read by a write's locking
 // SELECT, to compare with the values the write would store.
