@@ -29,7 +29,7 @@ const (
 // secret), or the contract's name when it has no credential or says
 // key: contract. A name ([a-z0-9-]+) never holds the ":" every reference
 // has, so the two kinds never share a key by accident.
-func QuotaKey(c *Contract) string {
+func QuotaKey(c *ContractSpec) string {
 	if c == nil {
 		return ""
 	}

@@ -16,7 +16,7 @@ import (
 
 // loadContract reads --contract: a file path, or a contract name looked up
 // as NAME.yaml (or .yml, .json) in $POLLWARDEN_CONTRACTS.
-func (env Env) loadContract(arg string) (*contract.Extractor, error) {
+func (env Env) loadContract(arg string) (*contract.Loaded, error) {
 	if arg == "" {
 		return nil, usage(fmt.Errorf("--contract is required"))
 	}
@@ -57,7 +57,7 @@ func (env Env) loadContract(arg string) (*contract.Extractor, error) {
 }
 
 // contractOf is a short accessor used by several commands.
-func contractOf(ex *contract.Extractor) *pollwarden.Contract { return ex.Contract() }
+func contractOf(ex *contract.Loaded) *pollwarden.ContractSpec { return ex.Spec() }
 
 // operationAndContract opens the store for writing, reads operation id as
 // the local caller and, when contractArg is given, loads it: what every
@@ -87,7 +87,7 @@ func (env Env) operationAndContract(ctx context.Context, store, auditKey, contra
 		return nil, nil, nil, err
 	}
 	if op.ContractFingerprint != "" && !mayDiffer {
-		if err := differsFromStored(op, ex.Contract()); err != nil {
+		if err := differsFromStored(op, ex.Spec()); err != nil {
 			st.Close()
 			return nil, nil, nil, usage(err)
 		}
@@ -97,7 +97,7 @@ func (env Env) operationAndContract(ctx context.Context, store, auditKey, contra
 
 // differsFromStored refuses c for op when it is not the contract op runs
 // under, naming what differs.
-func differsFromStored(op *pollwarden.Operation, c *pollwarden.Contract) error {
+func differsFromStored(op *pollwarden.Operation, c *pollwarden.ContractSpec) error {
 	if c.Name != op.Contract {
 		return fmt.Errorf("operation %s runs under contract %s, not %s; leave out --contract: the store keeps the operation's contract", op.ID, op.Contract, c.Name)
 	}

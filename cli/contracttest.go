@@ -74,7 +74,7 @@ answer is its headers (give them with --header). Exit 0 whenever the answer was 
 			}
 			var body []byte
 			switch {
-			case respFile == "" && ex.Contract().Status.Method == http.MethodHead:
+			case respFile == "" && ex.Spec().Status.Method == http.MethodHead:
 				// A HEAD answer has no body: its headers are the answer.
 			case respFile == "":
 				return usage(fmt.Errorf("--response is required (a file holding the answer's body)"))
@@ -103,7 +103,7 @@ answer is its headers (give them with --header). Exit 0 whenever the answer was 
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			printReport(env.Stdout, ex.Contract(), rep)
+			printReport(env.Stdout, ex.Spec(), rep)
 			return nil
 		},
 	}
@@ -127,8 +127,8 @@ func readResponse(env Env, path string) ([]byte, error) {
 
 // judge runs the controller's reading of an answer and the decision core
 // on a fresh operation, with nothing sent and nothing stored.
-func judge(ex *contract.Extractor, status int, h http.Header, body []byte, now time.Time) (*testReport, error) {
-	ct := ex.Contract()
+func judge(ex *contract.Loaded, status int, h http.Header, body []byte, now time.Time) (*testReport, error) {
+	ct := ex.Spec()
 	op, _, err := policy.NewOperation(ct, policy.NewParams{ID: "contract-test", ProviderJobID: "contract-test"}, now)
 	if err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func judge(ex *contract.Extractor, status int, h http.Header, body []byte, now t
 	return rep, nil
 }
 
-func printReport(w io.Writer, ct *pollwarden.Contract, r *testReport) {
+func printReport(w io.Writer, ct *pollwarden.ContractSpec, r *testReport) {
 	fmt.Fprintf(w, "contract %s, answer HTTP %d\n", r.Contract, r.HTTPStatus)
 	switch {
 	case r.State != "":

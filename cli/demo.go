@@ -98,7 +98,7 @@ type demoRun struct {
 	out      io.Writer
 	srv      *fp.Server
 	st       pollwarden.Store
-	ex       *contract.Extractor
+	ex       *contract.Loaded
 	ctl      *controller.Controller
 	probe    *prober.Prober
 	clock    pollwarden.Clock
@@ -175,7 +175,7 @@ func (r *demoRun) runCase(ctx context.Context, n int, c demoCase) error {
 	// The cases are separate stories on one credential: a rate limit
 	// learned in one (its 429 holds the whole key until its reset) is
 	// waited out before the next begins, as the clock jumps.
-	if ks, err := r.st.KeyGet(ctx, pollwarden.QuotaKey(r.ex.Contract())); err == nil && ks.HoldUntil.After(r.clock.Now()) {
+	if ks, err := r.st.KeyGet(ctx, pollwarden.QuotaKey(r.ex.Spec())); err == nil && ks.HoldUntil.After(r.clock.Now()) {
 		if err := r.clock.Sleep(ctx, ks.HoldUntil.Sub(r.clock.Now())); err != nil {
 			return err
 		}
@@ -323,7 +323,7 @@ func outcomeWords(op *pollwarden.Operation) string {
 // every operation under the key), as an approver's decision on it would,
 // so the next case's story is its own.
 func (r *demoRun) closeIncident(ctx context.Context) error {
-	ks, err := r.st.KeyGet(ctx, pollwarden.QuotaKey(r.ex.Contract()))
+	ks, err := r.st.KeyGet(ctx, pollwarden.QuotaKey(r.ex.Spec()))
 	if err != nil || ks.Incident.Open == nil {
 		return nil
 	}

@@ -52,7 +52,7 @@ func (r *demoRun) crashedSubmission(ctx context.Context, n int) error {
 // recorded, attempt 1 recorded as sent before it left, the request
 // received by the provider, and no answer kept.
 func (r *demoRun) crash(ctx context.Context, p policy.NewParams, body []byte) error {
-	ct := r.ex.Contract()
+	ct := r.ex.Spec()
 	now := r.clock.Now()
 	op, events, err := policy.NewSubmission(ct, p, body, demoKey, now)
 	if err != nil {

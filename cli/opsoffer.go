@@ -14,7 +14,7 @@ import (
 // runs under is offered use_current_contract, with what differs, in its
 // options and its message, as the API and the console offer it. The
 // record is not changed: the offer is judged at each read.
-func offerCurrentContract(op *pollwarden.Operation, current *pollwarden.Contract) *pollwarden.Operation {
+func offerCurrentContract(op *pollwarden.Operation, current *pollwarden.ContractSpec) *pollwarden.Operation {
 	if current == nil || op.Escalation == nil || op.Escalation.Decided != nil || op.ContractFingerprint == "" {
 		return op
 	}

@@ -30,7 +30,7 @@ func phaseCell(op *pollwarden.Operation, now time.Time) string {
 // resumeCommand); nil for any other operation. current is the contract
 // of op's name as it reads now (nil when it cannot be read): an edit
 // since op was created is said, and whether resuming takes it up.
-func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, current *pollwarden.Contract) []string {
+func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, current *pollwarden.ContractSpec) []string {
 	late, ok := orphaned(op, now)
 	if !ok {
 		return nil
@@ -69,15 +69,15 @@ func orphanHint(op *pollwarden.Operation, now time.Time, storeFlag string, curre
 
 // contractsNow reads the contract of each name as it is now, once per
 // name, for the orphan hint; a name that cannot be read gives nil.
-func (env Env) contractsNow() func(name string) *pollwarden.Contract {
-	seen := map[string]*pollwarden.Contract{}
-	return func(name string) *pollwarden.Contract {
+func (env Env) contractsNow() func(name string) *pollwarden.ContractSpec {
+	seen := map[string]*pollwarden.ContractSpec{}
+	return func(name string) *pollwarden.ContractSpec {
 		if c, ok := seen[name]; ok {
 			return c
 		}
-		var c *pollwarden.Contract
+		var c *pollwarden.ContractSpec
 		if ex, err := env.loadContract(name); err == nil {
-			c = ex.Contract()
+			c = ex.Spec()
 		}
 		seen[name] = c
 		return c

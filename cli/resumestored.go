@@ -31,7 +31,7 @@ func (env Env) resumeStored(ctx context.Context, door, id, store, auditKey strin
 // operation created before the store kept each operation's contract.
 type namedContracts struct{ env Env }
 
-func (n namedContracts) Get(name string) (*contract.Extractor, bool) {
+func (n namedContracts) Get(name string) (*contract.Loaded, bool) {
 	ex, err := n.env.loadContract(name)
 	return ex, err == nil
 }

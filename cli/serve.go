@@ -334,7 +334,7 @@ func (rl reloadable) reload(log *slog.Logger) {
 func (env Env) warnShortSecrets(log *slog.Logger, set *contract.Set) {
 	for _, name := range set.Names() {
 		if ex, ok := set.Get(name); ok {
-			if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
+			if w := prober.ShortSecretWarning(ex.Spec(), env.Getenv, os.ReadFile); w != "" {
 				log.Warn(w)
 			}
 		}

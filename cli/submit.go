@@ -84,7 +84,7 @@ func (env Env) runSubmit(ctx context.Context, cmd *cobra.Command, f submitFlags)
 		return err
 	}
 	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, Door: "pollwarden submit", CreateRequest: operations.CreateRequest{
-		OperationID: f.opID, Contract: ex.Contract().Name, Vars: vars, Deadline: f.deadline, Submit: &operations.SubmitParams{Body: body}}}
+		OperationID: f.opID, Contract: ex.Spec().Name, Vars: vars, Deadline: f.deadline, Submit: &operations.SubmitParams{Body: body}}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
 	}

@@ -95,7 +95,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 		return err
 	}
 	p := operations.CreateParams{Caller: env.localCaller(), Names: flagNames, Door: "pollwarden wait", CreateRequest: operations.CreateRequest{
-		OperationID: f.opID, Contract: ex.Contract().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
+		OperationID: f.opID, Contract: ex.Spec().Name, JobID: f.jobID, StatusURL: f.statusURL, Vars: vars, Deadline: f.deadline}}
 	if cmd.Flags().Changed("max-requests") {
 		p.MaxStatusRequests = &f.maxRequests
 	}
@@ -111,7 +111,7 @@ func (env Env) runWait(ctx context.Context, cmd *cobra.Command, f waitFlags) err
 	if _, err := operations.Check(o, p); err != nil {
 		return usage(err)
 	}
-	if w := prober.ShortSecretWarning(ex.Contract(), env.Getenv, os.ReadFile); w != "" {
+	if w := prober.ShortSecretWarning(ex.Spec(), env.Getenv, os.ReadFile); w != "" {
 		fmt.Fprintf(env.Stderr, "pollwarden: warning: %s\n", w)
 	}
 	ops, op, done, err := env.createOnStore(ctx, f.otlpEndpoint, f.store, f.auditKey, f.contract, "", o, p)
@@ -234,7 +234,7 @@ func (env Env) waitAndReport(ctx context.Context, ops *operations.Service, calle
 // prober's own resolver, so what it accepts is what a status request
 // will send (an empty file or variable is refused here, not after the
 // first step as an integration_failure).
-func (env Env) credentialAvailable(c *pollwarden.Contract) error {
+func (env Env) credentialAvailable(c *pollwarden.ContractSpec) error {
 	cr := c.Status.Credential
 	if cr == nil {
 		return nil

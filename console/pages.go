@@ -152,7 +152,7 @@ func (c *Console) showOperation(w http.ResponseWriter, r *http.Request, v viewer
 // call, without which no cancel button is shown.
 func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
 	ex, ok := c.contractOf(op)
-	return ok && ex.Contract().Cancel != nil
+	return ok && ex.Spec().Cancel != nil
 }
 
 // decide applies an approver's choice through the use case, which

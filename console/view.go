@@ -115,8 +115,8 @@ func (c *Console) view(op *pollwarden.Operation, events []pollwarden.Event, now 
 		v.LastHTTP += ", provider request " + clean(op.LastRequestID)
 	}
 	v.Result, v.ProviderError = pretty(op.Result), pretty(op.ProviderError)
-	if ex, ok := c.contractOf(op); ok && ex.Contract().Escalation.ConsoleURL != "" {
-		if u, ok := present.ConsoleLink(ex.Contract().Escalation.ConsoleURL, op); ok {
+	if ex, ok := c.contractOf(op); ok && ex.Spec().Escalation.ConsoleURL != "" {
+		if u, ok := present.ConsoleLink(ex.Spec().Escalation.ConsoleURL, op); ok {
 			v.ConsoleURL = u
 		}
 	}

@@ -111,7 +111,7 @@ func walkStrings(v any, f func(string) string) any {
 // StatusBody builds the status request's body for one operation, nil
 // when the contract sends none. Every {name} the template holds must have
 // a value.
-func StatusBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([]byte, error) {
+func StatusBody(c *pollwarden.ContractSpec, jobID string, vars map[string]string) ([]byte, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -120,7 +120,7 @@ func StatusBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([
 
 // CancelBody builds the cancel request's body (a JSON-RPC tasks/cancel),
 // nil when the contract's cancel sends none.
-func CancelBody(c *pollwarden.Contract, jobID string, vars map[string]string) ([]byte, error) {
+func CancelBody(c *pollwarden.ContractSpec, jobID string, vars map[string]string) ([]byte, error) {
 	if c == nil || c.Cancel == nil {
 		return nil, nil
 	}

@@ -45,7 +45,7 @@ func TestStatusBodyTemplate(t *testing.T) {
 	if got.ID != 1 || got.Method != "tasks/get" || got.Params["taskId"] != evil || got.Params["note"] != "in abc" || got.Params["n"] != float64(3) || got.Params["ok"] != true {
 		t.Fatalf("body %s", b)
 	}
-	if b, _ := StatusBody(&pollwarden.Contract{}, "x", nil); b != nil {
+	if b, _ := StatusBody(&pollwarden.ContractSpec{}, "x", nil); b != nil {
 		t.Fatalf("a contract without body sends none: %s", b)
 	}
 }

@@ -24,10 +24,10 @@ type Set struct {
 	dir string
 
 	mu     sync.RWMutex
-	byName map[string]*Extractor
+	byName map[string]*Loaded
 	// builtins caches the built-ins asked for by name; they never change
 	// while the process runs, so a reload keeps them.
-	builtins map[string]*Extractor
+	builtins map[string]*Loaded
 }
 
 // SetError is the error of a directory that cannot be loaded: every
@@ -85,7 +85,7 @@ func (s *Set) Reload() error {
 
 // Get returns the compiled contract called name: a loaded file of that
 // name, else the built-in of that name.
-func (s *Set) Get(name string) (*Extractor, bool) {
+func (s *Set) Get(name string) (*Loaded, bool) {
 	s.mu.RLock()
 	ex, ok := s.byName[name]
 	if !ok {
@@ -101,7 +101,7 @@ func (s *Set) Get(name string) (*Extractor, bool) {
 	}
 	s.mu.Lock()
 	if s.builtins == nil {
-		s.builtins = map[string]*Extractor{}
+		s.builtins = map[string]*Loaded{}
 	}
 	s.builtins[name] = ex
 	s.mu.Unlock()
@@ -126,10 +126,10 @@ func (s *Set) Dir() string { return s.dir }
 // NewSet builds a set from compiled contracts, for tests and embedders that
 // do not read a directory. Reload on such a set fails. Two contracts with
 // one name are refused.
-func NewSet(exs ...*Extractor) (*Set, error) {
-	byName := make(map[string]*Extractor, len(exs))
+func NewSet(exs ...*Loaded) (*Set, error) {
+	byName := make(map[string]*Loaded, len(exs))
 	for _, ex := range exs {
-		name := ex.Contract().Name
+		name := ex.Spec().Name
 		if _, dup := byName[name]; dup {
 			return nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "two contracts named %q", name)
 		}
@@ -138,7 +138,7 @@ func NewSet(exs ...*Extractor) (*Set, error) {
 	return &Set{byName: byName}, nil
 }
 
-func loadDir(dir string) (map[string]*Extractor, error) {
+func loadDir(dir string) (map[string]*Loaded, error) {
 	if dir == "" {
 		return nil, errors.New("contracts: no directory to read")
 	}
@@ -146,7 +146,7 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("contracts: %w", err)
 	}
-	byName := map[string]*Extractor{}
+	byName := map[string]*Loaded{}
 	firstFile := map[string]string{}
 	var bad []*Problems
 	var paths []string
@@ -193,7 +193,7 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 			bad = append(bad, asProblems(path, err))
 			continue
 		}
-		cname := ex.Contract().Name
+		cname := ex.Spec().Name
 		if prev, dup := firstFile[cname]; dup {
 			bad = append(bad, &Problems{File: path, List: []Problem{{Line: line, Path: "name",
 				Msg: fmt.Sprintf("contract name %q is already used by %s; names must be unique in a directory", cname, prev)}}})
@@ -213,7 +213,7 @@ func loadDir(dir string) (map[string]*Extractor, error) {
 
 // compileFile parses and compiles one file's text, returning the line of
 // its name key so a duplicate name can be pointed at.
-func compileFile(path string, data []byte, lookup BaseLookup) (*Extractor, int, error) {
+func compileFile(path string, data []byte, lookup BaseLookup) (*Loaded, int, error) {
 	c, err := ParseFrom(data, path, lookup)
 	if err != nil {
 		return nil, 0, err
@@ -253,7 +253,7 @@ func nameLine(data []byte) int {
 }
 
 // Builtin parses and compiles the built-in contract called name.
-func Builtin(name string) (*Extractor, error) {
+func Builtin(name string) (*Loaded, error) {
 	data, ok := builtin.Source(name)
 	if !ok {
 		return nil, refusef("no built-in contract %s (built-ins: %s)", clip(name), strings.Join(builtin.Names(), ", "))

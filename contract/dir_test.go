@@ -49,7 +49,7 @@ func TestLoadDir(t *testing.T) {
 		t.Fatalf("Names = %v", got)
 	}
 	ex, ok := s.Get("beta")
-	if !ok || ex.Contract().Name != "beta" {
+	if !ok || ex.Spec().Name != "beta" {
 		t.Fatalf("Get(beta) = %v, %v", ex, ok)
 	}
 	if _, ok := s.Get("a"); ok {

@@ -7,7 +7,7 @@ import (
 // decisionTimes decodes how long an escalation waits for a person:
 // escalation.remind_after, expire_after and on_expiry. It runs after the
 // cancel block, which on_expiry: cancel_at_provider needs.
-func (d *decoder) decisionTimes(o *object, c *pollwarden.Contract) {
+func (d *decoder) decisionTimes(o *object, c *pollwarden.ContractSpec) {
 	e := &c.Escalation
 	e.RemindAfter = o.span("remind_after", 0)
 	e.ExpireAfter = o.span("expire_after", 0)

@@ -97,10 +97,10 @@ func TestExtendsInDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex, ok := set.Get("child")
-	if !ok || ex.Contract().Limits.MaxStatusRequests != 30 || ex.Contract().Status.URL != "https://gw.example.com/v1/batches/{job_id}" {
+	if !ok || ex.Spec().Limits.MaxStatusRequests != 30 || ex.Spec().Status.URL != "https://gw.example.com/v1/batches/{job_id}" {
 		t.Fatalf("child: %v %+v", ok, ex)
 	}
-	if ex, _ := set.Get("openai-batch"); ex.Contract().Limits.MaxStatusRequests != 13 {
+	if ex, _ := set.Get("openai-batch"); ex.Spec().Limits.MaxStatusRequests != 13 {
 		t.Fatal("a loaded file named openai-batch does not win over the built-in")
 	}
 	if c, err := Load(filepath.Join(dir, "child.yaml")); err != nil || c.Limits.MaxStatusRequests != 30 {
@@ -128,7 +128,7 @@ func TestSetFindsBuiltins(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex, ok := set.Get("openai-batch")
-	if !ok || ex.Contract().BaseURL != "https://api.openai.com" {
+	if !ok || ex.Spec().BaseURL != "https://api.openai.com" {
 		t.Fatalf("Get(openai-batch) = %v, %v", ex, ok)
 	}
 	if _, ok := set.Get("no-such"); ok {

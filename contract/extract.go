@@ -12,11 +12,12 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-// Extractor applies a contract's JMESPath expressions to status bodies.
-// The expressions are compiled once; an Extractor is safe for concurrent
-// use.
-type Extractor struct {
-	c         *pollwarden.Contract
+// Loaded is a contract as loaded and compiled: its data (Contract) and
+// its JMESPath expressions, compiled once, which it applies to status
+// bodies. It is what every layer passes as "the contract"; it is safe for
+// concurrent use.
+type Loaded struct {
+	c         *pollwarden.ContractSpec
 	state     *jmespath.JMESPath
 	fields    []compiledField
 	errPath   *jmespath.JMESPath
@@ -43,11 +44,11 @@ type compiledField struct {
 
 // Compile precompiles every path of c. It fails only for a contract that
 // did not come from Parse (Parse already checks every path).
-func Compile(c *pollwarden.Contract) (*Extractor, error) {
+func Compile(c *pollwarden.ContractSpec) (*Loaded, error) {
 	if c == nil {
 		return nil, errors.New("contract: Compile: nil contract")
 	}
-	x := &Extractor{c: c}
+	x := &Loaded{c: c}
 	var probs []Problem
 	compile := func(path, expr string, optional bool) *jmespath.JMESPath {
 		if expr == "" && optional {
@@ -97,18 +98,18 @@ func Compile(c *pollwarden.Contract) (*Extractor, error) {
 	return x, nil
 }
 
-// Contract returns the contract the Extractor was compiled from.
-func (x *Extractor) Contract() *pollwarden.Contract { return x.c }
+// Spec returns the contract data it was compiled from.
+func (x *Loaded) Spec() *pollwarden.ContractSpec { return x.c }
 
 // Extract reduces a status body to the facts the decision core reads. It
 // never fails: what went wrong is in BodyFacts.Problem.
-func (x *Extractor) Extract(body []byte) pollwarden.BodyFacts {
+func (x *Loaded) Extract(body []byte) pollwarden.BodyFacts {
 	return x.extract(nil, body)
 }
 
 // extract is Extract with the answer's headers (lower-case name → value),
 // which a state.header or a header field reads.
-func (x *Extractor) extract(headers map[string]string, body []byte) pollwarden.BodyFacts {
+func (x *Loaded) extract(headers map[string]string, body []byte) pollwarden.BodyFacts {
 	var f pollwarden.BodyFacts
 	if x.c.Status.Method == "HEAD" {
 		body = nil // a HEAD answer has no body; one sent anyway is not read
@@ -232,7 +233,7 @@ func jsonType(v any) string {
 // canonical is the state as the contract lists it: under case_insensitive
 // a provider's "running" is recorded as the listed "Running", so every
 // later comparison (terminal states, the story) sees one spelling.
-func (x *Extractor) canonical(s string) string {
+func (x *Loaded) canonical(s string) string {
 	t := x.c.State
 	if !t.CaseInsensitive {
 		return s
@@ -250,14 +251,14 @@ func (x *Extractor) canonical(s string) string {
 // ExtractAnswer is Extract for an answer with HTTP status code: when the
 // contract maps the code to a state, that is the state, and the body
 // (often empty) is read only for result fields and hints.
-func (x *Extractor) ExtractAnswer(code int, body []byte) pollwarden.BodyFacts {
+func (x *Loaded) ExtractAnswer(code int, body []byte) pollwarden.BodyFacts {
 	return x.ExtractResponse(code, nil, body)
 }
 
 // ExtractResponse is ExtractAnswer with the answer's headers, by
 // lower-case name as ResponseHeaders lists them: a state.header or a
 // header field reads them.
-func (x *Extractor) ExtractResponse(code int, headers map[string]string, body []byte) pollwarden.BodyFacts {
+func (x *Loaded) ExtractResponse(code int, headers map[string]string, body []byte) pollwarden.BodyFacts {
 	st, mapped := x.c.State.StatusCodes[code]
 	if !mapped {
 		return x.extract(headers, body)
@@ -290,3 +291,9 @@ func rawText(v any) string {
 	}
 	return s
 }
+
+// Extractor is the former name of Loaded, kept so that an embedder's code
+// still builds.
+//
+// Deprecated: use Loaded.
+type Extractor = Loaded

@@ -9,7 +9,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-func mustExtractor(t testing.TB, c *pollwarden.Contract) *Extractor {
+func mustLoad(t testing.TB, c *pollwarden.ContractSpec) *Loaded {
 	t.Helper()
 	x, err := Compile(c)
 	if err != nil {
@@ -27,7 +27,7 @@ func TestExtract(t *testing.T) {
 
 	tests := []struct {
 		name string
-		c    *pollwarden.Contract
+		c    *pollwarden.ContractSpec
 		body string
 		want pollwarden.BodyFacts
 	}{
@@ -68,7 +68,7 @@ func TestExtract(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := mustExtractor(t, tc.c).Extract([]byte(tc.body))
+			got := mustLoad(t, tc.c).Extract([]byte(tc.body))
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %#v\nwant %#v", got, tc.want)
 			}
@@ -79,7 +79,7 @@ func TestExtract(t *testing.T) {
 func TestExtractBodyTooLarge(t *testing.T) {
 	c := specContract()
 	c.Status.MaxBodyBytes = 10
-	got := mustExtractor(t, c).Extract([]byte(`{"state":"running"}`))
+	got := mustLoad(t, c).Extract([]byte(`{"state":"running"}`))
 	if got.HasState || !strings.Contains(got.Problem, "max_body_bytes") {
 		t.Errorf("got %#v", got)
 	}
@@ -90,8 +90,8 @@ func TestExtractNoOptionalPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := mustExtractor(t, c)
-	if x.Contract() != c {
+	x := mustLoad(t, c)
+	if x.Spec() != c {
 		t.Error("Contract() is not the compiled contract")
 	}
 	got := x.Extract([]byte(`{"status":"done","error":"x","poll_after_seconds":3}`))
@@ -104,13 +104,13 @@ func TestExtractNoOptionalPaths(t *testing.T) {
 func TestCompileRejects(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*pollwarden.Contract)
+		edit func(*pollwarden.ContractSpec)
 		path string
 	}{
-		{"empty state path", func(c *pollwarden.Contract) { c.State.Path = "" }, "state.path"},
-		{"bad state path", func(c *pollwarden.Contract) { c.State.Path = "a[" }, "state.path"},
-		{"bad field", func(c *pollwarden.Contract) { c.Result.Require[0].Path = "||" }, "result.require[0].path"},
-		{"bad hint", func(c *pollwarden.Contract) { c.Hints.NextCheckAt = "." }, "hints.next_check_at"},
+		{"empty state path", func(c *pollwarden.ContractSpec) { c.State.Path = "" }, "state.path"},
+		{"bad state path", func(c *pollwarden.ContractSpec) { c.State.Path = "a[" }, "state.path"},
+		{"bad field", func(c *pollwarden.ContractSpec) { c.Result.Require[0].Path = "||" }, "result.require[0].path"},
+		{"bad hint", func(c *pollwarden.ContractSpec) { c.Hints.NextCheckAt = "." }, "hints.next_check_at"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

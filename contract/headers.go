@@ -28,7 +28,7 @@ func (d *decoder) headerTemplates(o *object, h map[string]string) {
 // job id or the variable's value. A value that would hold a line break or
 // NUL once filled is refused, so a job id from a provider cannot add a
 // header; nothing is sent then.
-func RequestHeaders(c *pollwarden.Contract, jobID string, vars map[string]string) (map[string]string, error) {
+func RequestHeaders(c *pollwarden.ContractSpec, jobID string, vars map[string]string) (map[string]string, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -59,7 +59,7 @@ func RequestHeaders(c *pollwarden.Contract, jobID string, vars map[string]string
 
 // FixedHeaders returns the status headers that hold no template: those a
 // session handshake, shared by every job, sends.
-func FixedHeaders(c *pollwarden.Contract) map[string]string {
+func FixedHeaders(c *pollwarden.ContractSpec) map[string]string {
 	if !templated(c.Status.Headers) {
 		return c.Status.Headers
 	}

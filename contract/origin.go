@@ -141,7 +141,7 @@ func checkPort(s string) (int, error) {
 // allowed_hosts entry. A bare host entry takes
 // status.url's scheme and port; a full entry ("https://host:port") is
 // itself. Without a readable status.url, bare entries allow nothing.
-func AllowedOrigins(c *pollwarden.Contract) []Origin {
+func AllowedOrigins(c *pollwarden.ContractSpec) []Origin {
 	base, haveBase := templateOrigin(c.Status.URL)
 	var out []Origin
 	add := func(o Origin) {
@@ -264,7 +264,7 @@ func entryOrigin(entry string, base Origin, haveBase bool) (Origin, error) {
 // of the contract's allowed origins. It is the one check for every URL that
 // carries the credential: status_url and --status-url, each redirect hop,
 // a 202's Location, cancel (and later submit and result) URLs.
-func CheckOrigin(c *pollwarden.Contract, rawURL string) error {
+func CheckOrigin(c *pollwarden.ContractSpec, rawURL string) error {
 	if c == nil {
 		return refusef("no contract to check the URL against")
 	}

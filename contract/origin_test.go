@@ -51,7 +51,7 @@ func TestCheckOrigin(t *testing.T) {
 		}
 	}
 	// A hand-built contract without allowed_hosts allows its URL's origin.
-	bare := &pollwarden.Contract{Status: pollwarden.StatusCall{URL: "http://127.0.0.1:8080/{job_id}"}}
+	bare := &pollwarden.ContractSpec{Status: pollwarden.StatusCall{URL: "http://127.0.0.1:8080/{job_id}"}}
 	if err := CheckOrigin(bare, "http://127.0.0.1:8080/j"); err != nil {
 		t.Errorf("bare contract: %v", err)
 	}
@@ -65,7 +65,7 @@ func TestCheckOrigin(t *testing.T) {
 // TestBareHostTakesStatusPort: a bare allowed_hosts entry keeps the status
 // URL's scheme and port, so loopback contracts with a port keep working.
 func TestBareHostTakesStatusPort(t *testing.T) {
-	c := &pollwarden.Contract{Status: pollwarden.StatusCall{
+	c := &pollwarden.ContractSpec{Status: pollwarden.StatusCall{
 		URL: "http://127.0.0.1:18301/v1/{job_id}", AllowedHosts: []string{"127.0.0.1", "localhost"}}}
 	got := AllowedOrigins(c)
 	want := []Origin{{"http", "127.0.0.1", 18301}, {"http", "localhost", 18301}}

@@ -33,7 +33,7 @@ const (
 // Load reads and parses the contract file at path. A *Problems error
 // names the file on every line. Its `extends:` may name another contract
 // of the same directory (NAME.yaml) or a built-in, in that order.
-func Load(path string) (*pollwarden.Contract, error) {
+func Load(path string) (*pollwarden.ContractSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read contract: %w", err)
@@ -49,14 +49,14 @@ func Load(path string) (*pollwarden.Contract, error) {
 // Parse reads a contract from YAML (or JSON, which is YAML) and checks it.
 // On failure the error is a *Problems listing every problem with its line.
 // An `extends:` may name a built-in.
-func Parse(data []byte) (*pollwarden.Contract, error) {
+func Parse(data []byte) (*pollwarden.ContractSpec, error) {
 	return ParseFrom(data, "", Builtins)
 }
 
 // ParseFrom is Parse with the place the text came from (a file path or
 // "builtin:NAME", "" when none) and where its `extends:` bases are found.
 // The merged contract is checked as a whole.
-func ParseFrom(data []byte, source string, lookup BaseLookup) (*pollwarden.Contract, error) {
+func ParseFrom(data []byte, source string, lookup BaseLookup) (*pollwarden.ContractSpec, error) {
 	root, probs := document(data)
 	if len(probs) > 0 {
 		return nil, problemsOf(probs)
@@ -105,7 +105,7 @@ func document(data []byte) (*yaml.Node, []Problem) {
 }
 
 // contract decodes every section, then checks what spans sections.
-func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
+func (d *decoder) contract(root *yaml.Node) *pollwarden.ContractSpec {
 	top := d.object("", root.Line, root, []string{
 		"version", "name", "status", "state", "result", "hints",
 		"not_found", "backoff", "limits", "escalation", "cancel", "vars", "base_url", "rate_limit", "callback", "submit",
@@ -127,7 +127,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 		"credential", "timeout", "max_body_bytes", "allowed_hosts", "request_id_header", "ca_file", "ca", "conditional", "propagate_trace", "session")
 	state := top.obj("state", true, "path", "header", "pending", "success", "failure", "cancelled", "expired", "unlisted", "case_insensitive", "status_codes", "raw")
 	result := top.obj("result", false, "require", "error_path", "fetch")
-	c := &pollwarden.Contract{
+	c := &pollwarden.ContractSpec{
 		Vars:    vars,
 		BaseURL: d.base,
 		Version: d.version(top),
@@ -162,7 +162,7 @@ func (d *decoder) contract(root *yaml.Node) *pollwarden.Contract {
 // call, and nothing would stand before those calls, which carry the same
 // credential (a submission's body is the agent's own). A cancel is an
 // approver's act already, so it needs no refusal.
-func (d *decoder) eachCallApproved(top, result *object, c *pollwarden.Contract) {
+func (d *decoder) eachCallApproved(top, result *object, c *pollwarden.ContractSpec) {
 	if cr := c.Status.Credential; cr == nil || !cr.ApproveEachCall {
 		return
 	}
@@ -339,7 +339,7 @@ func (d *decoder) extensionBounds(ext *object, e *pollwarden.EscalationSpec) {
 
 // cancel decodes the optional cancel action; its origin must be allowed,
 // since it carries the status credential.
-func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
+func (d *decoder) cancel(o *object, c *pollwarden.ContractSpec) *pollwarden.Action {
 	if !o.present {
 		return nil
 	}
@@ -366,7 +366,7 @@ func (d *decoder) cancel(o *object, c *pollwarden.Contract) *pollwarden.Action {
 // fetch) under base_url and
 // reports, at line, a template that does not read or an origin outside
 // the status call's; why is added to a template problem.
-func (d *decoder) originURL(o *object, line int, raw string, c *pollwarden.Contract, why string, known ...string) string {
+func (d *decoder) originURL(o *object, line int, raw string, c *pollwarden.ContractSpec, why string, known ...string) string {
 	u, msg := d.resolve(raw)
 	var origin Origin
 	if msg == "" {
@@ -384,7 +384,7 @@ func (d *decoder) originURL(o *object, line int, raw string, c *pollwarden.Contr
 
 // statusURLReadable says whether status.url gave an origin, so that a
 // broken status.url is reported once, not again on each other URL.
-func statusURLReadable(c *pollwarden.Contract) bool {
+func statusURLReadable(c *pollwarden.ContractSpec) bool {
 	_, ok := templateOrigin(c.Status.URL)
 	return ok
 }

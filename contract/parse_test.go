@@ -13,8 +13,8 @@ import (
 )
 
 // specContract is the SPEC example as parsed.
-func specContract() *pollwarden.Contract {
-	return &pollwarden.Contract{
+func specContract() *pollwarden.ContractSpec {
+	return &pollwarden.ContractSpec{
 		Version: 1,
 		Name:    "report-export",
 		Status: pollwarden.StatusCall{
@@ -86,7 +86,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &pollwarden.Contract{
+	want := &pollwarden.ContractSpec{
 		Version: 1,
 		Name:    "tiny",
 		Status: pollwarden.StatusCall{

@@ -38,7 +38,7 @@ func TestPrunedDecodeReadsWhatTheFullDecodeReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := ex.Contract()
+		c := ex.Spec()
 		paths := []string{c.State.Path, c.State.RawPath, c.Result.ErrorPath, c.Hints.PollAfterSeconds, c.Hints.JobExpiresAt, c.Hints.JobExpiresAfter}
 		for _, f := range c.Result.Require {
 			paths = append(paths, f.Path)

@@ -78,7 +78,7 @@ func (d *decoder) quota(o *object) *pollwarden.QuotaSpec {
 // count as sent, and the rate_limit.reset header as a wait after now
 // (the answer's arrival). A reset that cannot be read, or that is not
 // after now, is reported in ResetProblem and not used.
-func QuotaFacts(c *pollwarden.Contract, headers map[string]string, now time.Time) pollwarden.QuotaFacts {
+func QuotaFacts(c *pollwarden.ContractSpec, headers map[string]string, now time.Time) pollwarden.QuotaFacts {
 	var f pollwarden.QuotaFacts
 	if c == nil || c.Quota == nil || c.Quota.RemainingHeader == "" {
 		return f

@@ -81,13 +81,13 @@ func (d *decoder) rateLimit(o *object) *pollwarden.RateLimitSpec {
 
 // RateLimited says whether an answer other than 429 is a rate limit under
 // the contract's header signals, and why ("" when it is not). Body signals
-// need the compiled paths: Extractor.RateLimit checks both.
-func RateLimited(c *pollwarden.Contract, status int, headers map[string]string) string {
+// need the compiled paths: Loaded.RateLimit checks both.
+func RateLimited(c *pollwarden.ContractSpec, status int, headers map[string]string) string {
 	return rateLimited(c, status, headers, nil)
 }
 
 // rateLimited checks every signal; body, when not nil, reads a path signal.
-func rateLimited(c *pollwarden.Contract, status int, headers map[string]string, body func(path string) (string, bool)) string {
+func rateLimited(c *pollwarden.ContractSpec, status int, headers map[string]string, body func(path string) (string, bool)) string {
 	if c == nil || c.RateLimit == nil {
 		return ""
 	}
@@ -121,7 +121,7 @@ func rateLimited(c *pollwarden.Contract, status int, headers map[string]string, 
 // ResetAfter writes the contract's rate-limit reset header as a
 // Retry-After value (an HTTP date, or seconds), "" when it is absent or
 // unreadable, so the decision core reads it like any Retry-After.
-func ResetAfter(c *pollwarden.Contract, headers map[string]string, now time.Time) string {
+func ResetAfter(c *pollwarden.ContractSpec, headers map[string]string, now time.Time) string {
 	if c == nil || c.RateLimit == nil || c.RateLimit.ResetHeader == "" {
 		return ""
 	}
@@ -163,7 +163,7 @@ func ResetAfter(c *pollwarden.Contract, headers map[string]string, now time.Time
 // 429, the wait the contract's reset header or body retry_after path gives
 // as a Retry-After value ("" when none). The body is untrusted: a path that
 // fails gives nothing.
-func (x *Extractor) RateLimit(status int, headers map[string]string, body []byte, now time.Time) (why, retryAfter string) {
+func (x *Loaded) RateLimit(status int, headers map[string]string, body []byte, now time.Time) (why, retryAfter string) {
 	rl := x.c.RateLimit
 	if rl == nil {
 		return "", ""

@@ -29,7 +29,7 @@ const (
 // path (and {next_token} when paged); "{+field}" alone takes a field
 // holding a whole URL, whose origin is then checked when it is known, at
 // fetch time. A method other than GET must be declared a documented read.
-func (d *decoder) resultFetch(o *object, c *pollwarden.Contract) *pollwarden.ResultFetch {
+func (d *decoder) resultFetch(o *object, c *pollwarden.ContractSpec) *pollwarden.ResultFetch {
 	if !o.present {
 		return nil
 	}
@@ -122,7 +122,7 @@ func wholeURLVar(tmpl string) (string, bool) {
 	return name, true
 }
 
-func fieldKind(c *pollwarden.Contract, path string) pollwarden.ResultKind {
+func fieldKind(c *pollwarden.ContractSpec, path string) pollwarden.ResultKind {
 	for _, r := range c.Result.Require {
 		if r.Path == path {
 			return r.Kind
@@ -136,7 +136,7 @@ func fieldKind(c *pollwarden.Contract, path string) pollwarden.ResultKind {
 // validated result fields, and checks it with CheckOrigin: a field
 // pointing at another origin is refused before anything is sent, and the
 // message never repeats the URL (only its origin), which a provider wrote.
-func ResultFetchURL(c *pollwarden.Contract, op *pollwarden.Operation) (string, error) {
+func ResultFetchURL(c *pollwarden.ContractSpec, op *pollwarden.Operation) (string, error) {
 	p, err := NewResultPager(c, op)
 	if err != nil {
 		return "", err
@@ -149,13 +149,13 @@ func ResultFetchURL(c *pollwarden.Contract, op *pollwarden.Operation) (string, e
 // URL and the body, the next page's token filled in where the contract
 // says {next_token} ("" for the first page).
 type ResultPager struct {
-	c    *pollwarden.Contract
+	c    *pollwarden.ContractSpec
 	vars map[string]string
 }
 
 // NewResultPager gathers the names a result fetch's templates may use:
 // {job_id}, op's variables and its validated result fields by path.
-func NewResultPager(c *pollwarden.Contract, op *pollwarden.Operation) (*ResultPager, error) {
+func NewResultPager(c *pollwarden.ContractSpec, op *pollwarden.Operation) (*ResultPager, error) {
 	if c == nil || c.ResultFetch == nil {
 		return nil, refusef("contract %s documents no result fetch (result.fetch); the result fields on the operation are its whole result", contractName(c))
 	}
@@ -217,7 +217,7 @@ func (p *ResultPager) Page(token string) (string, []byte, error) {
 // when the contract's error_path finds one (then the answer is not the
 // result), and the next page's token when the fetch is paged ("" on the
 // last page). An answer that is not JSON has neither.
-func ResultPage(c *pollwarden.Contract, raw []byte) (next, problem string) {
+func ResultPage(c *pollwarden.ContractSpec, raw []byte) (next, problem string) {
 	f := c.ResultFetch
 	if f == nil || (f.ErrorPath == "" && f.Next == "") {
 		return "", ""
@@ -276,7 +276,7 @@ func errorText(e any) string {
 	return clip(string(b))
 }
 
-func contractName(c *pollwarden.Contract) string {
+func contractName(c *pollwarden.ContractSpec) string {
 	if c == nil {
 		return "(none)"
 	}

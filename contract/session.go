@@ -11,7 +11,7 @@ import (
 // status credential, so its origin must be one of the status call's;
 // one session serves every operation of the contract, so its body holds
 // no job id or variable.
-func (d *decoder) session(o *object, c *pollwarden.Contract) *pollwarden.SessionSpec {
+func (d *decoder) session(o *object, c *pollwarden.ContractSpec) *pollwarden.SessionSpec {
 	if !o.present {
 		return nil
 	}

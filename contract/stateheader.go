@@ -65,7 +65,7 @@ func (d *decoder) uniqueFields(items []item, req []pollwarden.Field) {
 // headAnswersNoBody refuses a body path on a HEAD status call: a HEAD
 // answer has no body, so the path could never be read and every poll
 // would stop on a missing state or field.
-func (d *decoder) headAnswersNoBody(state, result *object, c *pollwarden.Contract) {
+func (d *decoder) headAnswersNoBody(state, result *object, c *pollwarden.ContractSpec) {
 	if c.Status.Method != "HEAD" {
 		return
 	}
@@ -91,7 +91,7 @@ func (d *decoder) headAnswersNoBody(state, result *object, c *pollwarden.Contrac
 // is matched exactly like a body's state string (or case-insensitively
 // under case_insensitive); an absent or empty header is a problem, never
 // a state.
-func (x *Extractor) headerState(f *pollwarden.BodyFacts, headers map[string]string) {
+func (x *Loaded) headerState(f *pollwarden.BodyFacts, headers map[string]string) {
 	name := x.c.State.Header
 	s, ok := headers[strings.ToLower(name)]
 	if !ok || s == "" {
@@ -107,7 +107,7 @@ func (x *Extractor) headerState(f *pollwarden.BodyFacts, headers map[string]stri
 // ResponseHeaders names, in lower case, the response headers the contract
 // reads: its state header, its header fields and its rate-limit headers.
 // The prober keeps these and no others.
-func ResponseHeaders(c *pollwarden.Contract) []string {
+func ResponseHeaders(c *pollwarden.ContractSpec) []string {
 	var out []string
 	add := func(h string) {
 		if h == "" {

@@ -103,7 +103,7 @@ func TestExtractStateHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := mustExtractor(t, c)
+	x := mustLoad(t, c)
 	h := map[string]string{"x-ms-copy-status": "success", "x-ms-copy-progress": "100/100", "x-ms-copy-id": "abc"}
 	f := x.ExtractResponse(200, h, nil)
 	if f.Problem != "" || f.State != "success" || !f.HasState || f.Fields["x-ms-copy-progress"] != "100/100" || f.Fields["x-ms-copy-id"] != "abc" {
@@ -131,7 +131,7 @@ func TestExtractStateHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := mustExtractor(t, ci).ExtractResponse(200, map[string]string{"x-ms-copy-status": "SUCCESS"}, nil); f.State != "success" || f.ProviderState != "SUCCESS" {
+	if f := mustLoad(t, ci).ExtractResponse(200, map[string]string{"x-ms-copy-status": "SUCCESS"}, nil); f.State != "success" || f.ProviderState != "SUCCESS" {
 		t.Errorf("case_insensitive: %+v", f)
 	}
 
@@ -141,7 +141,7 @@ func TestExtractStateHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gx := mustExtractor(t, g)
+	gx := mustLoad(t, g)
 	if f := gx.ExtractResponse(200, h, []byte(`{"id":"j1"}`)); f.State != "success" || f.Fields["id"] != "j1" {
 		t.Errorf("GET with body: %+v", f)
 	}

@@ -16,7 +16,7 @@ import (
 // already resolved by Parse) as canonical JSON, under the SHA-256 of those
 // bytes. A contract holds secret references (env:, file:) only, so the
 // stored form holds no secret either.
-func Stored(c *pollwarden.Contract) *pollwarden.StoredContract {
+func Stored(c *pollwarden.ContractSpec) *pollwarden.StoredContract {
 	b, err := json.Marshal(c)
 	if err != nil {
 		// A contract is plain data; one that does not encode is a
@@ -30,12 +30,12 @@ func Stored(c *pollwarden.Contract) *pollwarden.StoredContract {
 
 // FromStored compiles a stored contract. It refuses bytes that are not the
 // fingerprint's, so a changed row is never run.
-func FromStored(sc *pollwarden.StoredContract) (*Extractor, error) {
+func FromStored(sc *pollwarden.StoredContract) (*Loaded, error) {
 	sum := sha256.Sum256(sc.Canonical)
 	if hex.EncodeToString(sum[:]) != sc.Fingerprint {
 		return nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "stored contract %s does not match its fingerprint %s", sc.Name, sc.Fingerprint)
 	}
-	var c pollwarden.Contract
+	var c pollwarden.ContractSpec
 	if err := json.Unmarshal(sc.Canonical, &c); err != nil {
 		return nil, fmt.Errorf("stored contract %s (%s): %w", sc.Name, sc.Fingerprint, err)
 	}
@@ -48,19 +48,19 @@ func FromStored(sc *pollwarden.StoredContract) (*Extractor, error) {
 type Kept struct {
 	store pollwarden.ContractKeeper
 	mu    sync.Mutex
-	byFP  map[string]*Extractor
-	// stored caches Stored by loaded *Extractor: encoding and hashing a
+	byFP  map[string]*Loaded
+	// stored caches Stored by *Loaded: encoding and hashing a
 	// contract costs more than the rest of a create's checks.
 	stored sync.Map
 }
 
-// Stored is contract.Stored(ex.Contract()), computed once per loaded
+// Stored is contract.Stored(ex.Spec()), computed once per loaded
 // contract, which it also remembers under its fingerprint.
-func (k *Kept) Stored(ex *Extractor) *pollwarden.StoredContract {
+func (k *Kept) Stored(ex *Loaded) *pollwarden.StoredContract {
 	if sc, ok := k.stored.Load(ex); ok {
 		return sc.(*pollwarden.StoredContract)
 	}
-	sc := Stored(ex.Contract())
+	sc := Stored(ex.Spec())
 	k.mu.Lock()
 	if _, ok := k.byFP[sc.Fingerprint]; !ok {
 		k.byFP[sc.Fingerprint] = ex
@@ -72,13 +72,13 @@ func (k *Kept) Stored(ex *Extractor) *pollwarden.StoredContract {
 
 // NewKept reads the contracts from st.
 func NewKept(st pollwarden.ContractKeeper) *Kept {
-	return &Kept{store: st, byFP: map[string]*Extractor{}}
+	return &Kept{store: st, byFP: map[string]*Loaded{}}
 }
 
 // Of returns the contract op runs under. ok is false, with no error, for
 // an operation created before contracts were kept (no fingerprint on its
 // record): its caller then falls back to the loaded contract of its name.
-func (k *Kept) Of(ctx context.Context, op *pollwarden.Operation) (ex *Extractor, ok bool, err error) {
+func (k *Kept) Of(ctx context.Context, op *pollwarden.Operation) (ex *Loaded, ok bool, err error) {
 	fp := op.ContractFingerprint
 	if fp == "" {
 		return nil, false, nil

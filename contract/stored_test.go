@@ -20,7 +20,7 @@ import (
 // same section digests, the same fingerprint when stored again), so an
 // operation runs under exactly what it was created under.
 func TestStoredRoundTrip(t *testing.T) {
-	var exs []*contract.Extractor
+	var exs []*contract.Loaded
 	for _, name := range builtin.Names() {
 		ex, err := contract.Builtin(name)
 		if err != nil {
@@ -38,15 +38,15 @@ func TestStoredRoundTrip(t *testing.T) {
 	}
 	exs = append(exs, fx)
 	for _, ex := range exs {
-		sc := contract.Stored(ex.Contract())
+		sc := contract.Stored(ex.Spec())
 		back, err := contract.FromStored(sc)
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
 		}
-		if !maps.Equal(policy.ContractDigest(back.Contract()), policy.ContractDigest(ex.Contract())) {
+		if !maps.Equal(policy.ContractDigest(back.Spec()), policy.ContractDigest(ex.Spec())) {
 			t.Errorf("%s: the stored contract's digests differ from the loaded one's", sc.Name)
 		}
-		if again := contract.Stored(back.Contract()); again.Fingerprint != sc.Fingerprint || !bytes.Equal(again.Canonical, sc.Canonical) {
+		if again := contract.Stored(back.Spec()); again.Fingerprint != sc.Fingerprint || !bytes.Equal(again.Canonical, sc.Canonical) {
 			t.Errorf("%s: stored again, another fingerprint", sc.Name)
 		}
 	}
@@ -90,7 +90,7 @@ func TestFromStoredRefusesChangedBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := contract.Stored(ex.Contract())
+	sc := contract.Stored(ex.Spec())
 	sc.Canonical = bytes.Replace(sc.Canonical, []byte(`"Name":"`), []byte(`"Name":"x`), 1)
 	if _, err := contract.FromStored(sc); !errors.Is(err, pollwarden.ErrInvalid) {
 		t.Fatalf("changed bytes: %v, want ErrInvalid", err)
@@ -121,7 +121,7 @@ func TestKeptCompilesOncePerFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := contract.Stored(ex.Contract())
+	sc := contract.Stored(ex.Spec())
 	k := &keeper{kept: map[string]*pollwarden.StoredContract{sc.Fingerprint: sc}}
 	kept := contract.NewKept(k)
 	op := &pollwarden.Operation{ID: "op", Contract: sc.Name, ContractFingerprint: sc.Fingerprint}

@@ -15,7 +15,7 @@ const maxSubmitAttempts = 10
 // submit decodes the optional submit block. Its URL carries the status
 // credential, so its origin must be one of the status call's; a submission
 // is sent more than once only under a documented idempotency key.
-func (d *decoder) submit(o *object, c *pollwarden.Contract) *pollwarden.SubmitSpec {
+func (d *decoder) submit(o *object, c *pollwarden.ContractSpec) *pollwarden.SubmitSpec {
 	if !o.present {
 		return nil
 	}
@@ -68,7 +68,7 @@ func (d *decoder) submit(o *object, c *pollwarden.Contract) *pollwarden.SubmitSp
 
 // SubmitURL expands the contract's submit URL with the operation's
 // variables and checks its origin.
-func SubmitURL(c *pollwarden.Contract, vars map[string]string) (string, error) {
+func SubmitURL(c *pollwarden.ContractSpec, vars map[string]string) (string, error) {
 	if c.Submit == nil {
 		return "", refusef("contract %s has no submit block: pollwarden cannot submit its jobs", c.Name)
 	}
@@ -131,7 +131,7 @@ func scalarText(v any) string {
 // not name the status resource itself (no status_location): an Azure
 // submission answered with Operation-Location needs no variable of the
 // status.url template.
-func SubmitVars(c *pollwarden.Contract, given map[string]string) (map[string]string, error) {
+func SubmitVars(c *pollwarden.ContractSpec, given map[string]string) (map[string]string, error) {
 	fromAnswer := c != nil && c.Submit != nil && c.Submit.StatusLocation != ""
 	return OperationVars(c, given, fromAnswer)
 }

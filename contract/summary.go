@@ -11,7 +11,7 @@ import (
 // Summary describes a contract in a few lines for `pollwarden contract
 // check`: what each state value means, what stops, and the limits. It
 // names the credential's source, never a secret.
-func Summary(c *pollwarden.Contract) string {
+func Summary(c *pollwarden.ContractSpec) string {
 	if c == nil {
 		return ""
 	}

@@ -7,7 +7,7 @@ import "github.com/pollwarden/pollwarden"
 // entry names somewhere else the credential may go (a storage host, a
 // CDN), and a trace context is for the provider that traces, not for
 // them.
-func ProviderOrigin(c *pollwarden.Contract, rawURL string) bool {
+func ProviderOrigin(c *pollwarden.ContractSpec, rawURL string) bool {
 	got, err := ParseOrigin(rawURL)
 	if err != nil || c == nil {
 		return false

@@ -28,13 +28,13 @@ const jobIDVar = "job_id"
 // StatusURL fills the contract's status URL with a job id, escaped per
 // RFC 6570 so that it can never change the URL's structure, and checks
 // that the result stays on an allowed origin.
-func StatusURL(c *pollwarden.Contract, jobID string) (string, error) {
+func StatusURL(c *pollwarden.ContractSpec, jobID string) (string, error) {
 	return StatusURLFor(c, jobID, nil)
 }
 
 // StatusURLFor is StatusURL with the operation's variables (as returned by
 // OperationVars and kept on the record).
-func StatusURLFor(c *pollwarden.Contract, jobID string, vars map[string]string) (string, error) {
+func StatusURLFor(c *pollwarden.ContractSpec, jobID string, vars map[string]string) (string, error) {
 	if c == nil {
 		return "", errors.New("contract: StatusURL: nil contract")
 	}
@@ -47,12 +47,12 @@ func StatusURLFor(c *pollwarden.Contract, jobID string, vars map[string]string) 
 // CancelURL fills the contract's cancel URL like StatusURL; an operation
 // created from a status_url has no job id, and a cancel URL that needs one
 // is refused rather than sent with a hole in it.
-func CancelURL(c *pollwarden.Contract, jobID string) (string, error) {
+func CancelURL(c *pollwarden.ContractSpec, jobID string) (string, error) {
 	return CancelURLFor(c, jobID, nil)
 }
 
 // CancelURLFor is CancelURL with the operation's variables.
-func CancelURLFor(c *pollwarden.Contract, jobID string, vars map[string]string) (string, error) {
+func CancelURLFor(c *pollwarden.ContractSpec, jobID string, vars map[string]string) (string, error) {
 	if c == nil || c.Cancel == nil {
 		return "", refusef("the contract documents no cancel action")
 	}
@@ -65,7 +65,7 @@ func CancelURLFor(c *pollwarden.Contract, jobID string, vars map[string]string) 
 // Every variable the template uses must be given; a value that would add
 // a "." or ".." path segment, or end the path early through {+…}, is
 // refused.
-func ExpandURL(c *pollwarden.Contract, tmpl string, vars map[string]string) (string, error) {
+func ExpandURL(c *pollwarden.ContractSpec, tmpl string, vars map[string]string) (string, error) {
 	t, err := uritemplate.Parse(tmpl)
 	if err != nil {
 		return "", refusef("the contract's URL template is malformed: %v", err)

@@ -78,7 +78,7 @@ func templateVars(vars map[string]pollwarden.VarSpec) []string {
 // caller gave a status URL, every variable the status URL template uses
 // must end up with a value. The map is nil when the contract declares no
 // variables and none is given.
-func OperationVars(c *pollwarden.Contract, given map[string]string, haveStatusURL bool) (map[string]string, error) {
+func OperationVars(c *pollwarden.ContractSpec, given map[string]string, haveStatusURL bool) (map[string]string, error) {
 	if c == nil {
 		return nil, refusef("no contract to check the variables against")
 	}

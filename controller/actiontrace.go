@@ -34,8 +34,8 @@ const (
 // SubmitJob submits body as a new job under the contract's submit block
 // and records the answer, or resumes the stored submission with the same
 // id (see submitJob), inside a pollwarden.submit span.
-func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
-	ctx, span := c.startSpan(ctx, "pollwarden.submit", p.ID, ex.Contract().Name, trace.SpanKindInternal)
+func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Loaded, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.submit", p.ID, ex.Spec().Name, trace.SpanKindInternal)
 	op, err := c.submitJob(ctx, ex, p, body)
 	endSubmit(span, op, err)
 	return op, err
@@ -44,8 +44,8 @@ func (c *Controller) SubmitJob(ctx context.Context, ex *contract.Extractor, p po
 // SubmitNew records body as a new submission and drives it (see
 // submitNew), inside a pollwarden.submit span. A taken id is
 // pollwarden.ErrExists or pollwarden.ErrPruned, nothing written.
-func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
-	ctx, span := c.startSpan(ctx, "pollwarden.submit", p.ID, ex.Contract().Name, trace.SpanKindInternal)
+func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Loaded, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.submit", p.ID, ex.Spec().Name, trace.SpanKindInternal)
 	op, err := c.submitNew(ctx, ex, p, body)
 	endSubmit(span, op, err)
 	return op, err
@@ -54,8 +54,8 @@ func (c *Controller) SubmitNew(ctx context.Context, ex *contract.Extractor, p po
 // DriveSubmission drives on the stored submission op, which the caller
 // matched to its request (policy.ResumesSubmission), until it is settled,
 // inside a pollwarden.submit span; a settled one is returned as it is.
-func (c *Controller) DriveSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
-	ctx, span := c.startSpan(ctx, "pollwarden.submit", op.ID, ex.Contract().Name, trace.SpanKindInternal)
+func (c *Controller) DriveSubmission(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.submit", op.ID, ex.Spec().Name, trace.SpanKindInternal)
 	op, err := c.driveSubmission(ctx, ex, op)
 	endSubmit(span, op, err)
 	return op, err
@@ -63,11 +63,11 @@ func (c *Controller) DriveSubmission(ctx context.Context, ex *contract.Extractor
 
 // StepSubmission is the daemon's turn on an operation left submitting
 // (see stepSubmission); a turn that sends is a pollwarden.submit span.
-func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
-	if !c.traced || !op.Phase.Submitting() || op.Submission == nil || c.clock.Now().Before(policy.SubmitOrphanDue(op, c.leaseTTL(ex.Contract()))) {
+func (c *Controller) StepSubmission(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (StepResult, error) {
+	if !c.traced || !op.Phase.Submitting() || op.Submission == nil || c.clock.Now().Before(policy.SubmitOrphanDue(op, c.leaseTTL(ex.Spec()))) {
 		return c.stepSubmission(ctx, ex, op)
 	}
-	ctx, span := c.startSpan(ctx, "pollwarden.submit", op.ID, ex.Contract().Name, trace.SpanKindInternal)
+	ctx, span := c.startSpan(ctx, "pollwarden.submit", op.ID, ex.Spec().Name, trace.SpanKindInternal)
 	res, err := c.stepSubmission(ctx, ex, op)
 	endSubmit(span, res.Op, err)
 	return res, err
@@ -102,8 +102,8 @@ func endSubmitRequest(span trace.Span, attempt int, r policy.SubmitResult) {
 // FetchResult fetches operation id's result as its own recorded action
 // (see fetchResult) inside a pollwarden.result span, the client span whose
 // context status.propagate_trace sends.
-func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
-	ctx, span := c.startSpan(ctx, "pollwarden.result", id, ex.Contract().Name, trace.SpanKindClient)
+func (c *Controller) FetchResult(ctx context.Context, ex *contract.Loaded, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.result", id, ex.Spec().Name, trace.SpanKindClient)
 	out, err := c.fetchResult(ctx, ex, id, actor, w)
 	if span.IsRecording() {
 		span.SetAttributes(attrResultBytes.Int(int(out.Bytes)))
@@ -120,8 +120,8 @@ func (c *Controller) FetchResult(ctx context.Context, ex *contract.Extractor, id
 
 // Cancel asks the provider to cancel operation id's job as its own
 // recorded action (see cancelJob) inside a pollwarden.cancel span.
-func (c *Controller) Cancel(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
-	ctx, span := c.startSpan(ctx, "pollwarden.cancel", id, ex.Contract().Name, trace.SpanKindClient)
+func (c *Controller) Cancel(ctx context.Context, ex *contract.Loaded, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.cancel", id, ex.Spec().Name, trace.SpanKindClient)
 	op, err := c.cancelJob(ctx, ex, id, p)
 	if span.IsRecording() && err == nil && op != nil && op.Cancel != nil {
 		span.SetAttributes(attrCancelState.String(string(op.Cancel.State)))

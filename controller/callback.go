@@ -25,7 +25,7 @@ const callbackFanout = 16
 // that are no longer waiting are read too: a callback arriving after a
 // poll saw the end still tells the contract's callbacks came
 // (callbackLedgers).
-func (c *Controller) Callback(ctx context.Context, ct *pollwarden.Contract, jobID string) (woken int, err error) {
+func (c *Controller) Callback(ctx context.Context, ct *pollwarden.ContractSpec, jobID string) (woken int, err error) {
 	ops, err := c.store.OperationList(ctx, pollwarden.ListParams{
 		Contract: ct.Name, ProviderJobID: jobID, Limit: callbackFanout,
 	})
@@ -98,7 +98,7 @@ func (c *callbackLedgers) do(contract string, f func(*policy.CallbackLedger)) {
 // contract's callbacks are trusted, makes a pending answer's next poll the
 // safety net (policy.CallbackLedger.Hold). Contracts without a callback
 // block are left alone.
-func (c *Controller) decided(ct *pollwarden.Contract, reserved *pollwarden.Operation, st policy.Step, now time.Time) policy.Step {
+func (c *Controller) decided(ct *pollwarden.ContractSpec, reserved *pollwarden.Operation, st policy.Step, now time.Time) policy.Step {
 	if ct.Callback == nil {
 		return st
 	}
@@ -114,7 +114,7 @@ func (c *Controller) decided(ct *pollwarden.Contract, reserved *pollwarden.Opera
 // heldForCallbacks reports whether op, due on a schedule chosen before
 // its contract's callbacks were trusted, should wait for the safety net
 // instead of being polled now (policy.CallbackLedger.HoldWaiting).
-func (c *Controller) heldForCallbacks(ct *pollwarden.Contract, op *pollwarden.Operation, now time.Time) (g policy.GateResult, held bool) {
+func (c *Controller) heldForCallbacks(ct *pollwarden.ContractSpec, op *pollwarden.Operation, now time.Time) (g policy.GateResult, held bool) {
 	if ct.Callback == nil || op.Phase != pollwarden.PhaseWaiting {
 		return g, false
 	}

@@ -21,8 +21,8 @@ import (
 // offers it. When a cancel may already have reached the provider, nothing
 // is sent (unless the contract documents cancel as idempotent) and the
 // record is returned as it is.
-func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
+func (c *Controller) cancelJob(ctx context.Context, ex *contract.Loaded, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ct := ex.Spec()
 	p.Option = pollwarden.OptionCancel
 	var lease *pollwarden.Lease
 	op, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
@@ -73,8 +73,8 @@ func (c *Controller) cancelJob(ctx context.Context, ex *contract.Extractor, id s
 // call is finished even if the caller goes away, so its answer is not
 // lost. If the call outlived the lease, the answer is recorded on the
 // record as it now is.
-func (c *Controller) sendCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, lease *pollwarden.Lease) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
+func (c *Controller) sendCancel(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, lease *pollwarden.Lease) (*pollwarden.Operation, error) {
+	ct := ex.Spec()
 	released := false
 	defer func() {
 		if !released {
@@ -104,8 +104,8 @@ func (c *Controller) sendCancel(ctx context.Context, ex *contract.Extractor, op 
 
 // callCancel sends the contract's cancel request for op and reduces the
 // answer to what the record keeps.
-func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) policy.CancelAnswer {
-	ct := ex.Contract()
+func (c *Controller) callCancel(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) policy.CancelAnswer {
+	ct := ex.Spec()
 	url, err := contract.CancelURLFor(ct, op.ProviderJobID, op.Vars)
 	if err != nil {
 		return policy.CancelAnswer{Detail: err.Error()}
@@ -143,8 +143,8 @@ func (c *Controller) callCancel(ctx context.Context, ex *contract.Extractor, op 
 // call outlived the lease). The cancel is marked interrupted and the step
 // goes on observing; where the contract documents cancel as idempotent it
 // is sent again instead. handled is false when op has no such cancel.
-func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, now time.Time, up policy.Uptime) (res StepResult, handled bool, err error) {
-	ct := ex.Contract()
+func (c *Controller) interruptedCancel(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, now time.Time, up policy.Uptime) (res StepResult, handled bool, err error) {
+	ct := ex.Spec()
 	next, events, resend, ok := policy.InterruptedCancel(op, ct, now)
 	if !ok {
 		return StepResult{}, false, nil

@@ -58,7 +58,7 @@ func TestR23_InterruptedCancelAfterACrash(t *testing.T) {
 		ctx := context.Background()
 		// What a process that died during the call leaves behind.
 		now := r.clock.Now()
-		rec, evs, err := policy.RequestCancel(op, r.ex.Contract(), policy.DecisionParams{Actor: approver}, now, now.Add(time.Minute))
+		rec, evs, err := policy.RequestCancel(op, r.ex.Spec(), policy.DecisionParams{Actor: approver}, now, now.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestR23_InterruptedCancelSaidWhenTheBudgetIsSpent(t *testing.T) {
 	op := r.submit("op1", "j1", policy.NewParams{})
 	ctx := context.Background()
 	now := r.clock.Now()
-	rec, evs, err := policy.RequestCancel(op, r.ex.Contract(), policy.DecisionParams{Actor: approver}, now, now.Add(time.Minute))
+	rec, evs, err := policy.RequestCancel(op, r.ex.Spec(), policy.DecisionParams{Actor: approver}, now, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // contract_changed event in its story. It refuses, writing nothing, a
 // change that is not adoptable, and answers ErrLeaseHeld while another
 // process is mid-request on the operation.
-func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarden.Contract, by string) (*pollwarden.Operation, error) {
+func (c *Controller) AdoptContract(ctx context.Context, id string, ct *pollwarden.ContractSpec, by string) (*pollwarden.Operation, error) {
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func (c *Controller) Store() pollwarden.Store { return c.store }
 // since the caller read the store) and pollwarden.ErrPruned when it
 // belonged to a pruned operation: resuming is the caller's to judge,
 // against the record it reads, so there is one matcher.
-func (c *Controller) Create(ctx context.Context, ex *contract.Extractor, fresh *pollwarden.Operation, events []pollwarden.Event) error {
+func (c *Controller) Create(ctx context.Context, ex *contract.Loaded, fresh *pollwarden.Operation, events []pollwarden.Event) error {
 	if err := c.createUnder(ctx, ex, fresh, events); err != nil {
 		return err
 	}
@@ -167,11 +167,11 @@ func (l *lockedRand) Float64() float64 {
 // (Create), for an embedder that drives the controller without package
 // operations, as the demo and tests do. It never resumes: a taken id is
 // pollwarden.ErrExists.
-func (c *Controller) Start(ctx context.Context, ex *contract.Extractor, p policy.NewParams) (*pollwarden.Operation, error) {
+func (c *Controller) Start(ctx context.Context, ex *contract.Loaded, p policy.NewParams) (*pollwarden.Operation, error) {
 	if p.Rand == nil {
 		p.Rand = c.factors
 	}
-	fresh, events, err := policy.NewOperation(ex.Contract(), p, c.clock.Now())
+	fresh, events, err := policy.NewOperation(ex.Spec(), p, c.clock.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ type rig struct {
 	srv   *fp.Server
 	store *sqlite.Store
 	clock *fakeClock
-	ex    *contract.Extractor
+	ex    *contract.Loaded
 	ctl   *Controller
 }
 
@@ -308,7 +308,7 @@ func TestCreateTakenIDWritesNothing(t *testing.T) {
 	}
 	before, _ := r.store.EventList(ctx, "op1")
 	for _, job := range []string{"j1", "j2"} {
-		fresh, events, err := policy.NewOperation(r.ex.Contract(), policy.NewParams{ID: "op1", ProviderJobID: job}, r.clock.Now())
+		fresh, events, err := policy.NewOperation(r.ex.Spec(), policy.NewParams{ID: "op1", ProviderJobID: job}, r.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 // Decide applies a person's decision to an operation (R20), with the
 // contract it was created under (a contract file of the same name that
 // differs is refused, naming what differs). cancel_at_provider is Cancel.
-func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
-	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
+func (c *Controller) Decide(ctx context.Context, ex *contract.Loaded, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Spec().Name, trace.SpanKindInternal)
 	if span.IsRecording() {
 		span.SetAttributes(attrOption.String(p.Option), attrActorRole.String(string(p.Actor.Role)))
 	}
@@ -24,7 +24,7 @@ func (c *Controller) Decide(ctx context.Context, ex *contract.Extractor, id stri
 	return op, err
 }
 
-func (c *Controller) decide(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+func (c *Controller) decide(ctx context.Context, ex *contract.Loaded, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	if p.Option == pollwarden.OptionCancel {
 		return c.Cancel(ctx, ex, id, p)
 	}
@@ -38,8 +38,8 @@ func (c *Controller) decide(ctx context.Context, ex *contract.Extractor, id stri
 }
 
 // decideOnce reads the record, applies the decision and saves it.
-func (c *Controller) decideOnce(ctx context.Context, ex *contract.Extractor, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
+func (c *Controller) decideOnce(ctx context.Context, ex *contract.Loaded, id string, p policy.DecisionParams) (*pollwarden.Operation, error) {
+	ct := ex.Spec()
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
 		return nil, err
@@ -98,14 +98,14 @@ func (c *Controller) requestExtension(ctx context.Context, id string, actor poll
 		}
 		// An escalation awaiting a decision is offered the request at
 		// once, under the contract the operation runs under.
-		var ct *pollwarden.Contract
+		var ct *pollwarden.ContractSpec
 		if op.Phase == pollwarden.PhaseEscalated {
 			ex, ok, err := c.kept.Of(ctx, op)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				ct = ex.Contract()
+				ct = ex.Spec()
 			}
 		}
 		now := c.clock.Now()

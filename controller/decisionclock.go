@@ -15,7 +15,7 @@ import (
 )
 
 // Lookup finds the contract an operation was created under, by name.
-type Lookup func(name string) (*contract.Extractor, bool)
+type Lookup func(name string) (*contract.Loaded, bool)
 
 // DecisionTick records every reminder and expiry due now across the
 // escalated operations (policy.DecisionClock says which), and returns
@@ -40,13 +40,13 @@ func (c *Controller) DecisionTick(ctx context.Context, lookup Lookup) (time.Time
 		if kerr == nil && !ok {
 			ex, ok = lookup(op.Contract) // a record from before contracts were kept
 		}
-		if !ok || policy.CheckContract(op, ex.Contract()) != nil {
+		if !ok || policy.CheckContract(op, ex.Spec()) != nil {
 			// Without the contract it was created under, no default can be
 			// applied (a person's decision is refused the same way): the
 			// request waits for the contract to come back.
 			continue
 		}
-		due := policy.DecisionClock(op, ex.Contract().Escalation, now)
+		due := policy.DecisionClock(op, ex.Spec().Escalation, now)
 		var err error
 		switch {
 		case due.Expire:
@@ -66,8 +66,8 @@ func (c *Controller) DecisionTick(ctx context.Context, lookup Lookup) (time.Time
 
 // remindDecision records one reminder, if one is still due on the record
 // as it is now.
-func (c *Controller) remindDecision(ctx context.Context, ex *contract.Extractor, id string) error {
-	spec := ex.Contract().Escalation
+func (c *Controller) remindDecision(ctx context.Context, ex *contract.Loaded, id string) error {
+	spec := ex.Spec().Escalation
 	_, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
 		op, err := c.store.OperationGet(ctx, id)
 		if err != nil {
@@ -94,16 +94,16 @@ func (c *Controller) remindDecision(ctx context.Context, ex *contract.Extractor,
 // the expiry is written first and Decide sends the cancel after. A person
 // who decides first wins: the record is then no longer escalated and
 // nothing is done.
-func (c *Controller) expireDecision(ctx context.Context, ex *contract.Extractor, id string) error {
-	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Contract().Name, trace.SpanKindInternal)
+func (c *Controller) expireDecision(ctx context.Context, ex *contract.Loaded, id string) error {
+	ctx, span := c.startSpan(ctx, "pollwarden.decision", id, ex.Spec().Name, trace.SpanKindInternal)
 	span.SetAttributes(attrExpired.Bool(true))
 	op, err := c.expireOnce(ctx, ex, id)
 	endSpan(span, op, err)
 	return err
 }
 
-func (c *Controller) expireOnce(ctx context.Context, ex *contract.Extractor, id string) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
+func (c *Controller) expireOnce(ctx context.Context, ex *contract.Loaded, id string) (*pollwarden.Operation, error) {
+	ct := ex.Spec()
 	cancel := false
 	op, err := c.retryBusy(ctx, func() (*pollwarden.Operation, error) {
 		cancel = false

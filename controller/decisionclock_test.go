@@ -31,8 +31,8 @@ func (r *rig) withEscalation(esc string, extra ...string) {
 	}
 }
 
-func (r *rig) lookup(name string) (*contract.Extractor, bool) {
-	return r.ex, name == r.ex.Contract().Name
+func (r *rig) lookup(name string) (*contract.Loaded, bool) {
+	return r.ex, name == r.ex.Spec().Name
 }
 
 func (r *rig) kinds(id string) (out []pollwarden.EventKind, story []string) {

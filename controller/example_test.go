@@ -53,7 +53,7 @@ func openAIStandIn() *httptest.Server {
 // one controller over them.
 type embedded struct {
 	store *sqlite.Store
-	ex    *contract.Extractor
+	ex    *contract.Loaded
 	ctl   *controller.Controller
 	clock *pollwarden.JumpClock
 }

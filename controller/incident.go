@@ -23,7 +23,7 @@ func watchIncidents(t *pollwarden.QuotaTake, watch *bool) *pollwarden.QuotaTake 
 
 // incidentNote is the save's lesson for the key of an answer that
 // teaches the quota nothing but counts for the incident rule.
-func incidentNote(ct *pollwarden.Contract, op *pollwarden.Operation, obs *pollwarden.Observation) *pollwarden.QuotaNote {
+func incidentNote(ct *pollwarden.ContractSpec, op *pollwarden.Operation, obs *pollwarden.Observation) *pollwarden.QuotaNote {
 	o := *obs
 	return &pollwarden.QuotaNote{Key: pollwarden.QuotaKey(ct), Note: func(ks *pollwarden.KeyState, now time.Time) *pollwarden.KeyState {
 		next, _ := policy.KeyNote(ks, op, ct, o, now)

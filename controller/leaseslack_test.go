@@ -24,9 +24,9 @@ func TestLeaseLastsTwoTimeoutsPlusSlack(t *testing.T) {
 		getenv := func(k string) (string, bool) { return testToken, k == "CTL_TOKEN" }
 		ctl := New(Options{Store: r.store, Clock: r.clock, Rand: rand.New(rand.NewPCG(1, 2)), Owner: "owner-b", LeaseSlack: slack,
 			Prober: prober.New(prober.Options{Now: r.clock.Now, Getenv: getenv})})
-		want := 2*r.ex.Contract().Status.Timeout + slack
+		want := 2*r.ex.Spec().Status.Timeout + slack
 		if slack == 0 {
-			want = 2*r.ex.Contract().Status.Timeout + DefaultLeaseSlack
+			want = 2*r.ex.Spec().Status.Timeout + DefaultLeaseSlack
 		}
 		began := r.clock.Now()
 		var heldBefore, freeAfter bool

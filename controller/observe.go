@@ -8,6 +8,6 @@ import (
 
 // Observe is the reduction a step applies to an answer, exported so
 // `contract test` reads a saved answer exactly as a live one is read.
-func Observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation {
+func Observe(ex *contract.Loaded, r prober.Response) *pollwarden.Observation {
 	return observe(ex, r)
 }

@@ -22,7 +22,7 @@ type quotaHeld struct {
 // (a status request: the operation's next poll moves to when a slot
 // frees, delay source shared_quota) or writes nothing (a submission or a
 // cancel, which the caller sends once the slot is free).
-func quotaTake(ct *pollwarden.Contract, now time.Time, wait bool, held **quotaHeld) *pollwarden.QuotaTake {
+func quotaTake(ct *pollwarden.ContractSpec, now time.Time, wait bool, held **quotaHeld) *pollwarden.QuotaTake {
 	*held = nil
 	return &pollwarden.QuotaTake{
 		Key: pollwarden.QuotaKey(ct),
@@ -76,7 +76,7 @@ func quotaWait(op *pollwarden.Operation, g pollwarden.KeyGrant, now time.Time) (
 // quotaNote is the lesson of one answer for ct's key, written with the
 // answer's record (pollwarden.SaveParams.Quota); nil when the answer can
 // teach nothing, so the save does not read the key's row.
-func quotaNote(ct *pollwarden.Contract, op *pollwarden.Operation, obs *pollwarden.Observation) *pollwarden.QuotaNote {
+func quotaNote(ct *pollwarden.ContractSpec, op *pollwarden.Operation, obs *pollwarden.Observation) *pollwarden.QuotaNote {
 	if !policy.KeyTaught(ct, *obs) {
 		return nil
 	}
@@ -90,7 +90,7 @@ func quotaNote(ct *pollwarden.Contract, op *pollwarden.Operation, obs *pollwarde
 // quotaRejections are the answer's quota values that were bounded or
 // ignored, as events of the answer (hint_rejected), so the story tells
 // them.
-func quotaRejections(op *pollwarden.Operation, ct *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) []pollwarden.Event {
+func quotaRejections(op *pollwarden.Operation, ct *pollwarden.ContractSpec, obs *pollwarden.Observation, now time.Time) []pollwarden.Event {
 	var evs []pollwarden.Event
 	for _, why := range policy.KeyFacts(ct, *obs).Ignored {
 		evs = append(evs, pollwarden.Event{OperationID: op.ID, At: now, Kind: pollwarden.EventHintRejected,

@@ -47,8 +47,8 @@ type ResultFetch struct {
 // sha256) or "failed" event after; a second fetch is allowed and recorded
 // the same way, up to the contract's max_fetches, after which a fetch is
 // refused (and the refusal recorded) without sending anything. The record is written even if the caller goes away.
-func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
-	ct := ex.Contract()
+func (c *Controller) fetchResult(ctx context.Context, ex *contract.Loaded, id string, actor pollwarden.Actor, w io.Writer) (ResultFetch, error) {
+	ct := ex.Spec()
 	op, err := c.store.OperationGet(ctx, id)
 	if err != nil {
 		return ResultFetch{}, err
@@ -100,7 +100,7 @@ func (c *Controller) fetchResult(ctx context.Context, ex *contract.Extractor, id
 // the same write (a claim whose lease is freed at once). A fetch the key
 // holds records nothing and waits for its slot, within MaxQuotaWait and
 // the caller's context wait; otherwise it is refused (ErrQuotaHeld).
-func (c *Controller) startFetch(ctx, wait context.Context, ct *pollwarden.Contract, id string, actor pollwarden.Actor, shown string) (sent bool, refusal string, err error) {
+func (c *Controller) startFetch(ctx, wait context.Context, ct *pollwarden.ContractSpec, id string, actor pollwarden.Actor, shown string) (sent bool, refusal string, err error) {
 	for {
 		var held *quotaHeld
 		_, err = c.retryBusy(ctx, func() (*pollwarden.Operation, error) {

@@ -81,7 +81,7 @@ type resultRig struct {
 	t     *testing.T
 	p     *resultProvider
 	store *sqlite.Store
-	ex    *contract.Extractor
+	ex    *contract.Loaded
 	ctl   *Controller
 }
 

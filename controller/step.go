@@ -28,7 +28,7 @@ type StepResult struct {
 // checks, then lease, reload, re-check and reservation in one write
 // (Store.OperationClaim), one request, and the decision saved together
 // with the lease's release (R11, R22). It sends at most one request.
-func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string) (StepResult, error) {
+func (c *Controller) Step(ctx context.Context, ex *contract.Loaded, id string) (StepResult, error) {
 	return c.observed(func() (StepResult, error) {
 		op, err := c.store.OperationGet(ctx, id)
 		if err != nil {
@@ -43,7 +43,7 @@ func (c *Controller) Step(ctx context.Context, ex *contract.Extractor, id string
 // copy only decides whether to try: the claim reloads the record under the
 // lease and re-checks everything, so a stale copy can cost a wasted claim
 // or a retry later, never a request the stored record does not allow.
-func (c *Controller) StepFrom(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
+func (c *Controller) StepFrom(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (StepResult, error) {
 	return c.StepFromUp(ctx, ex, op, policy.Uptime{})
 }
 
@@ -51,7 +51,7 @@ func (c *Controller) StepFrom(ctx context.Context, ex *contract.Extractor, op *p
 // scheduler passes when it started or last resumed from a stall, so a
 // step late only because the scheduler is busy sends at once instead of
 // being spread like a wake-up missed while no process was running (R9).
-func (c *Controller) StepFromUp(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
+func (c *Controller) StepFromUp(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
 	return c.observed(func() (StepResult, error) { return c.step(ctx, ex, op.Clone(), up) })
 }
 
@@ -69,15 +69,15 @@ func (c *Controller) observed(step func() (StepResult, error)) (StepResult, erro
 
 // step is one traced step: its span holds the claim, request and record
 // spans, and ends with where the operation stands.
-func (c *Controller) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
+func (c *Controller) step(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
 	ctx, span := c.startSpan(ctx, "pollwarden.step", op.ID, op.Contract, trace.SpanKindInternal)
 	res, err := c.stepOnce(ctx, ex, op, up)
 	endSpan(span, res.Op, err)
 	return res, err
 }
 
-func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
-	ct := ex.Contract()
+func (c *Controller) stepOnce(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, up policy.Uptime) (StepResult, error) {
+	ct := ex.Spec()
 	if op.Contract != ct.Name {
 		return StepResult{}, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, ct.Name)
 	}
@@ -155,8 +155,8 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Extractor, op *p
 // owned is the part of a step done under the lease, from the reserved
 // record to the decision. Its last write releases the lease (*released is
 // set once it did, or once the lease is known lost).
-func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool, watch bool) (StepResult, error) {
-	ct := ex.Contract()
+func (c *Controller) owned(ctx context.Context, ex *contract.Loaded, reserved *pollwarden.Operation, lease *pollwarden.Lease, released *bool, watch bool) (StepResult, error) {
+	ct := ex.Spec()
 	// note, once the answer is in, is what it teaches the key: saved
 	// with the answer's record.
 	var note *pollwarden.QuotaNote
@@ -225,7 +225,7 @@ func (c *Controller) owned(ctx context.Context, ex *contract.Extractor, reserved
 
 // failUnsent escalates when a reserved request could not be sent at all
 // (no credential, unusable URL): the reservation stays counted (R11).
-func (c *Controller) failUnsent(op *pollwarden.Operation, ct *pollwarden.Contract, why string,
+func (c *Controller) failUnsent(op *pollwarden.Operation, ct *pollwarden.ContractSpec, why string,
 	finish func(*pollwarden.Operation, []pollwarden.Event, time.Time) error) (StepResult, error) {
 	now := c.clock.Now()
 	next := op.Clone()
@@ -294,11 +294,11 @@ const DefaultLeaseSlack = 5 * time.Second
 
 // leaseTTL covers one request and its persistence, no more: the lease is
 // never held while sleeping, and a dead owner's lease frees itself soon.
-func (c *Controller) leaseTTL(ct *pollwarden.Contract) time.Duration {
+func (c *Controller) leaseTTL(ct *pollwarden.ContractSpec) time.Duration {
 	return 2*ct.Status.Timeout + c.leaseSlack
 }
 
-func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error) {
+func statusURL(ct *pollwarden.ContractSpec, op *pollwarden.Operation) (string, error) {
 	if op.StatusURL != "" {
 		return op.StatusURL, contract.CheckOrigin(ct, op.StatusURL)
 	}
@@ -306,13 +306,13 @@ func statusURL(ct *pollwarden.Contract, op *pollwarden.Operation) (string, error
 }
 
 // observe reduces a response to the facts the core reads.
-func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation {
+func observe(ex *contract.Loaded, r prober.Response) *pollwarden.Observation {
 	obs := &pollwarden.Observation{
 		SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, Status: r.Status,
 		Transport: r.Transport, TransportDetail: r.TransportDetail,
 		RetryAfter: r.RetryAfter, RequestID: r.RequestID, ETag: r.ETag,
 	}
-	ct := ex.Contract()
+	ct := ex.Spec()
 	if r.Transport == "" && !r.BodyTooLarge {
 		at := r.ReceivedAt
 		if at.IsZero() {
@@ -329,7 +329,7 @@ func observe(ex *contract.Extractor, r prober.Response) *pollwarden.Observation 
 	switch {
 	case r.Transport != "":
 	case r.BodyTooLarge:
-		obs.Body.Problem = fmt.Sprintf("body larger than max_body_bytes (%d)", ex.Contract().Status.MaxBodyBytes)
+		obs.Body.Problem = fmt.Sprintf("body larger than max_body_bytes (%d)", ex.Spec().Status.MaxBodyBytes)
 	case mapped || r.Status >= 200 && r.Status < 300:
 		obs.Body = r.Facts(ex)
 	}

@@ -11,7 +11,7 @@ import (
 // createUnder stores fresh with its first events and, in the same
 // transaction, the contract it is created under, which every later door
 // then uses whatever file of that name it loads.
-func (c *Controller) createUnder(ctx context.Context, ex *contract.Extractor, fresh *pollwarden.Operation, events []pollwarden.Event) error {
+func (c *Controller) createUnder(ctx context.Context, ex *contract.Loaded, fresh *pollwarden.Operation, events []pollwarden.Event) error {
 	sc := c.kept.Stored(ex)
 	fresh.ContractFingerprint = sc.Fingerprint
 	return c.store.OperationCreateUnder(ctx, fresh, events, sc)
@@ -19,7 +19,7 @@ func (c *Controller) createUnder(ctx context.Context, ex *contract.Extractor, fr
 
 // keep stores ex's contract (an operation is about to move onto it) and
 // returns its fingerprint.
-func (c *Controller) keep(ctx context.Context, ex *contract.Extractor) (string, error) {
+func (c *Controller) keep(ctx context.Context, ex *contract.Loaded) (string, error) {
 	sc := c.kept.Stored(ex)
 	if err := c.store.ContractPut(ctx, sc); err != nil {
 		return "", err
@@ -34,7 +34,7 @@ func (c *Controller) keep(ctx context.Context, ex *contract.Extractor) (string, 
 // are never reset. It refuses, writing nothing, when current is the
 // contract the operation already runs under, or when the actor is no
 // approver.
-func (c *Controller) UseContract(ctx context.Context, id string, current *contract.Extractor, p policy.DecisionParams) (*pollwarden.Operation, error) {
+func (c *Controller) UseContract(ctx context.Context, id string, current *contract.Loaded, p policy.DecisionParams) (*pollwarden.Operation, error) {
 	fp, err := c.keep(ctx, current)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (c *Controller) UseContract(ctx context.Context, id string, current *contra
 			return nil, err
 		}
 		now := c.clock.Now()
-		next, events, err := policy.UseContract(op, current.Contract(), p, now)
+		next, events, err := policy.UseContract(op, current.Spec(), p, now)
 		if err != nil {
 			return nil, err
 		}

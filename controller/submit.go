@@ -20,8 +20,8 @@ import (
 // that drives the controller without package operations, as the demo and
 // tests do. operations judges a taken id itself, with the same matcher,
 // and calls SubmitNew and DriveSubmission.
-func (c *Controller) submitJob(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
-	fresh, events, err := c.newSubmission(ex.Contract(), p, body)
+func (c *Controller) submitJob(ctx context.Context, ex *contract.Loaded, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	fresh, events, err := c.newSubmission(ex.Spec(), p, body)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +49,8 @@ func (c *Controller) submitJob(ctx context.Context, ex *contract.Extractor, p po
 // operation's) with nothing written or sent: whether the stored record may
 // be resumed is the caller's to judge, against the record it read, so
 // there is one matcher and one read.
-func (c *Controller) submitNew(ctx context.Context, ex *contract.Extractor, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
-	fresh, events, err := c.newSubmission(ex.Contract(), p, body)
+func (c *Controller) submitNew(ctx context.Context, ex *contract.Loaded, p policy.NewParams, body []byte) (*pollwarden.Operation, error) {
+	fresh, events, err := c.newSubmission(ex.Spec(), p, body)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (c *Controller) submitNew(ctx context.Context, ex *contract.Extractor, p po
 
 // newSubmission builds the submission p asks for, with a new idempotency
 // key when the contract sends one.
-func (c *Controller) newSubmission(ct *pollwarden.Contract, p policy.NewParams, body []byte) (*pollwarden.Operation, []pollwarden.Event, error) {
+func (c *Controller) newSubmission(ct *pollwarden.ContractSpec, p policy.NewParams, body []byte) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if p.Rand == nil {
 		p.Rand = c.factors
 	}
@@ -71,7 +71,7 @@ func (c *Controller) newSubmission(ct *pollwarden.Contract, p policy.NewParams, 
 }
 
 // submitFresh stores fresh and drives it.
-func (c *Controller) submitFresh(ctx context.Context, ex *contract.Extractor, fresh *pollwarden.Operation, events []pollwarden.Event) (*pollwarden.Operation, error) {
+func (c *Controller) submitFresh(ctx context.Context, ex *contract.Loaded, fresh *pollwarden.Operation, events []pollwarden.Event) (*pollwarden.Operation, error) {
 	if err := c.createUnder(ctx, ex, fresh, events); err != nil {
 		return nil, err
 	}
@@ -88,8 +88,8 @@ func short(s string) string {
 
 // driveSubmission sends the recorded submission until it is settled,
 // each send under the operation's lease.
-func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, error) {
-	ct := ex.Contract()
+func (c *Controller) driveSubmission(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (*pollwarden.Operation, error) {
+	ct := ex.Spec()
 	for op.Phase.Submitting() {
 		next, turn, until, err := c.submitTurnUntil(ctx, ex, op)
 		switch {
@@ -139,15 +139,15 @@ const (
 // the stored key, or escalates an interrupted one without a key (or one
 // past its deadline) with the question for a person. At most one request
 // leaves.
-func (c *Controller) submitTurn(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, turn, error) {
+func (c *Controller) submitTurn(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (*pollwarden.Operation, turn, error) {
 	next, t, _, err := c.submitTurnUntil(ctx, ex, op)
 	return next, t, err
 }
 
 // submitTurnUntil is submitTurn that also says, for turnQuota, when the
 // key frees the slot.
-func (c *Controller) submitTurnUntil(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, turn, time.Time, error) {
-	ct := ex.Contract()
+func (c *Controller) submitTurnUntil(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (*pollwarden.Operation, turn, time.Time, error) {
+	ct := ex.Spec()
 	now := c.clock.Now()
 	var events []pollwarden.Event
 	send := false
@@ -205,8 +205,8 @@ func (c *Controller) submitTurnUntil(ctx context.Context, ex *contract.Extractor
 // submission is re-sent only with the stored idempotency key, and
 // otherwise escalated integration_failure with the question for a person.
 // Until says when to look again while it is still submitting.
-func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (StepResult, error) {
-	ct := ex.Contract()
+func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (StepResult, error) {
+	ct := ex.Spec()
 	if op.Contract != ct.Name {
 		return StepResult{}, pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, ct.Name)
 	}
@@ -238,8 +238,8 @@ func (c *Controller) stepSubmission(ctx context.Context, ex *contract.Extractor,
 // sendSubmission sends the attempt recorded on op (whose lease this
 // process holds) and records the answer with the lease's release. The
 // send is finished even if the caller goes away, so its answer is kept.
-func (c *Controller) sendSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, lease *pollwarden.Lease) (*pollwarden.Operation, bool, error) {
-	ct := ex.Contract()
+func (c *Controller) sendSubmission(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, lease *pollwarden.Lease) (*pollwarden.Operation, bool, error) {
+	ct := ex.Spec()
 	released := false
 	defer func() {
 		if !released {
@@ -278,7 +278,7 @@ func (c *Controller) sendSubmission(ctx context.Context, ex *contract.Extractor,
 // callSubmit sends one submission and reduces the answer to what the
 // record keeps, checking the status location against the contract's
 // origins before it is kept.
-func (c *Controller) callSubmit(ctx context.Context, ct *pollwarden.Contract, op *pollwarden.Operation) policy.SubmitResult {
+func (c *Controller) callSubmit(ctx context.Context, ct *pollwarden.ContractSpec, op *pollwarden.Operation) policy.SubmitResult {
 	u, err := contract.SubmitURL(ct, op.Vars)
 	if err != nil {
 		return policy.SubmitResult{Detail: err.Error()}

@@ -25,7 +25,7 @@ type submitRig struct {
 	t      *testing.T
 	srv    *httptest.Server
 	store  *sqlite.Store
-	ex     *contract.Extractor
+	ex     *contract.Loaded
 	ctl    *Controller
 	mu     sync.Mutex
 	keys   []string
@@ -112,7 +112,7 @@ func (r *submitRig) run() *pollwarden.Operation {
 func TestSubmitJobRecordedBeforeSend(t *testing.T) {
 	r := newSubmitRig(t, false, "")
 	r.script = []func(http.ResponseWriter, *http.Request){answer(202, r.srv.URL+"/jobs/j1", `{"id":"j1"}`)}
-	fresh, events, err := policy.NewSubmission(r.ex.Contract(), policy.NewParams{ID: "op-s"}, []byte(`{"report":"q3"}`), "", time.Now())
+	fresh, events, err := policy.NewSubmission(r.ex.Spec(), policy.NewParams{ID: "op-s"}, []byte(`{"report":"q3"}`), "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ type Progress func(op *pollwarden.Operation, next time.Time)
 // takes the next step: the gate checks the deadline first and a step sends
 // at most one request, so missed intervals are never made up (R9). It
 // returns ctx.Err() with the last record if ctx ends first.
-func (c *Controller) Wait(ctx context.Context, ex *contract.Extractor, id string, progress Progress) (*pollwarden.Operation, error) {
+func (c *Controller) Wait(ctx context.Context, ex *contract.Loaded, id string, progress Progress) (*pollwarden.Operation, error) {
 	var last *pollwarden.Operation
 	for {
 		res, err := c.Step(ctx, ex, id)

@@ -121,7 +121,7 @@ func newRig(t *testing.T) *rig {
 	ex, _ := r.contracts.Get("export")
 	who := pollwarden.Actor{Name: agentName, Role: pollwarden.RoleAgent}
 	for id, job := range map[string]string{opWaiting: "run", opDone: "done"} {
-		vars, err := contract.OperationVars(ex.Contract(), nil, false)
+		vars, err := contract.OperationVars(ex.Spec(), nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,7 +159,7 @@ func submittedRecord(t *testing.T, r *rig, id string) map[string]any {
 	// Each rig's provider has its own port, so the fingerprints differ
 	// between rigs; each must be the one of this very submission.
 	ex, _ := r.contracts.Get(op.Contract)
-	own := op.Fingerprint == policy.SubmitFingerprint(ex.Contract(), policy.BodyDigest([]byte(submitBody)), op.CredentialName, op.Vars)
+	own := op.Fingerprint == policy.SubmitFingerprint(ex.Spec(), policy.BodyDigest([]byte(submitBody)), op.CredentialName, op.Vars)
 	return map[string]any{
 		"phase": op.Phase, "contract": op.Contract, "job": op.ProviderJobID, "status_url": op.StatusURL,
 		"fingerprint of the submission": own, "credential": op.CredentialName, "vars": op.Vars,

@@ -273,7 +273,7 @@ func TestTooLargeChunked(t *testing.T) {
 // never a value) and registers nothing, instead of escalating
 // integration_failure after a first step that could not be sent.
 func TestCreateRefusedWithoutCredential(t *testing.T) {
-	r := newRigWith(t, rigOptions{credentialAvailable: func(c *pollwarden.Contract) error {
+	r := newRigWith(t, rigOptions{credentialAvailable: func(c *pollwarden.ContractSpec) error {
 		if c.Name == "plain" {
 			return errors.New("credential env:API_TOKEN is not set")
 		}

@@ -97,7 +97,7 @@ type rig struct {
 
 type rigOptions struct {
 	recheck             time.Duration
-	credentialAvailable func(*pollwarden.Contract) error
+	credentialAvailable func(*pollwarden.ContractSpec) error
 	// submitter adds the contract "submitter", which has a submit block.
 	submitter bool
 }

@@ -59,7 +59,7 @@ func TestCreateWithSubmitResumesAnUnansweredSubmission(t *testing.T) {
 	ex, _ := r.contracts.Get("submitter")
 	body := []byte(`{"report":"q3"}`)
 	req := operations.CreateRequest{Contract: "submitter", Submit: &operations.SubmitParams{Body: body}}
-	op, events, err := policy.NewSubmission(ex.Contract(), policy.NewParams{ID: "op-stuck", Owner: "build-agent", RequestDigest: req.Digest()}, body, "", time.Now())
+	op, events, err := policy.NewSubmission(ex.Spec(), policy.NewParams{ID: "op-stuck", Owner: "build-agent", RequestDigest: req.Digest()}, body, "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

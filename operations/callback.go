@@ -30,10 +30,10 @@ type CallbackParams struct {
 // jobs exist.
 func (s *Service) Callback(ctx context.Context, p CallbackParams) error {
 	ex, ok := s.o.Contracts.Get(p.Contract)
-	if !ok || ex.Contract().Callback == nil {
+	if !ok || ex.Spec().Callback == nil {
 		return refuse(NotFound, "contract", "no contract named %q accepts callbacks", p.Contract)
 	}
-	cb := ex.Contract().Callback
+	cb := ex.Spec().Callback
 	if err := s.verifyCallback(ctx, p, cb); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Service) Callback(ctx context.Context, p CallbackParams) error {
 	case err != nil:
 		return refuse(Invalid, "", "verified callback for contract %s: %v", p.Contract, err)
 	case wanted:
-		if _, err := s.ctl.Callback(ctx, ex.Contract(), jobID); err != nil {
+		if _, err := s.ctl.Callback(ctx, ex.Spec(), jobID); err != nil {
 			return err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // other is refused before anything is sent, saying what changed, so that
 // an edited file never passes silently for the one op was created under.
 // It returns op as it stands after that: adopted, or as it was.
-func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwarden.Operation, ct *pollwarden.Contract) (*pollwarden.Operation, error) {
+func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwarden.Operation, ct *pollwarden.ContractSpec) (*pollwarden.Operation, error) {
 	if op.Phase.Finished() {
 		return op, nil
 	}
@@ -43,7 +43,7 @@ func (s *Service) contractChange(ctx context.Context, p CreateParams, op *pollwa
 // file: the edit changed the derived id (the status call or the
 // credential), not the job. Only a derived id is checked: a caller who
 // names its own id starts anew on purpose.
-func (s *Service) earlierOperation(ctx context.Context, p CreateParams, np policy.NewParams, ct *pollwarden.Contract) error {
+func (s *Service) earlierOperation(ctx context.Context, p CreateParams, np policy.NewParams, ct *pollwarden.ContractSpec) error {
 	if p.OperationID != "" || p.Submit != nil || np.ProviderJobID == "" {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (s *Service) earlierOperation(ctx context.Context, p CreateParams, np polic
 // changed, op's phase and budget, and the two ways on: abandon op, or
 // start anew under an id of one's own. newID is the id the request would
 // have created ("" when it is op's own).
-func changeRefusal(p CreateParams, op *pollwarden.Operation, ct *pollwarden.Contract, changes []string, newID string) *Problems {
+func changeRefusal(p CreateParams, op *pollwarden.Operation, ct *pollwarden.ContractSpec, changes []string, newID string) *Problems {
 	start := "give " + p.name("operation_id") + " with a new id"
 	if newID != "" {
 		start = "give " + p.name("operation_id") + " " + display.Value(newID)

@@ -105,7 +105,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 			op, err := s.takenCreate(ctx, p, r, existing)
 			return op, false, err
 		}
-		if err := s.earlierOperation(ctx, p, r.np, r.ex.Contract()); err != nil {
+		if err := s.earlierOperation(ctx, p, r.np, r.ex.Spec()); err != nil {
 			return nil, false, err
 		}
 		op := r.fresh
@@ -131,7 +131,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 // takenCreate answers a create whose id is taken by existing: the stored
 // record as it is, a resume of it, or a refusal saying what differs.
 func (s *Service) takenCreate(ctx context.Context, p CreateParams, r createPlan, existing *pollwarden.Operation) (*pollwarden.Operation, error) {
-	ct := r.ex.Contract()
+	ct := r.ex.Spec()
 	done, err := p.answerTaken(existing, r.fresh, ct, r.np.RequestDigest, r.fingerprint)
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func Check(o Options, p CreateParams) (id string, err error) {
 // sent: done is true when op is the answer as it is (the API's same
 // request), err a refusal; neither lets a submission be driven on.
 // asked is the operation the request would create.
-func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarden.Contract, digest, fingerprint string) (done bool, err error) {
+func (p CreateParams) answerTaken(op, asked *pollwarden.Operation, ct *pollwarden.ContractSpec, digest, fingerprint string) (done bool, err error) {
 	if !p.Caller.sees(op) {
 		// Nothing of the other record (its contract, job, phase), and the
 		// same words whether or not the requests match.
@@ -237,7 +237,7 @@ func errTaken(id string) *Problems {
 // with their id, and (for a job the caller names) the operation it
 // creates with its first events, built once.
 type createPlan struct {
-	ex   *contract.Extractor
+	ex   *contract.Loaded
 	np   policy.NewParams
 	body []byte // a submission's body as it will be sent
 	// fresh is the operation to store, nil for a submission (the
@@ -272,7 +272,7 @@ func (s *Service) createParams(p CreateParams) (createPlan, error) {
 		probs.add("contract", "unknown contract %s (loaded: %s; built-in: %s)", display.Clip(p.Contract), names, strings.Join(builtin.Names(), ", "))
 		return createPlan{}, probs
 	}
-	ct := ex.Contract()
+	ct := ex.Spec()
 	now := s.o.Clock.Now()
 	np := policy.NewParams{ID: p.OperationID, ProviderJobID: p.JobID, StatusURL: p.StatusURL,
 		MayRaise: p.Caller.mayRaise(), Owner: p.Caller.owner(), By: p.Caller.by()}
@@ -368,7 +368,7 @@ func (s *Service) createParams(p CreateParams) (createPlan, error) {
 // coreProblems builds the operation probe asks for (policy.NewOperation)
 // and adds the core's problems with it, with their fields; a limit above
 // the contract's is marked Widens: only an approver could lift it.
-func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time, probs *Problems) (*pollwarden.Operation, []pollwarden.Event) {
+func coreProblems(ct *pollwarden.ContractSpec, probe policy.NewParams, now time.Time, probs *Problems) (*pollwarden.Operation, []pollwarden.Event) {
 	op, events, err := policy.NewOperation(ct, probe, now)
 	pe, ok := errors.AsType[*policy.ParamsError](err)
 	if !ok {
@@ -387,7 +387,7 @@ func coreProblems(ct *pollwarden.Contract, probe policy.NewParams, now time.Time
 // the contract must have a submit block, the job is not known yet (so
 // neither job id nor status URL), and the body is JSON. It returns the
 // body as it will be sent.
-func (p CreateParams) submitProblems(ct *pollwarden.Contract, varsOK bool, vars map[string]string, probs *Problems) []byte {
+func (p CreateParams) submitProblems(ct *pollwarden.ContractSpec, varsOK bool, vars map[string]string, probs *Problems) []byte {
 	if ct.Submit == nil {
 		probs.add("contract", "contract %s has no submit block: pollwarden cannot submit its jobs (give %s instead)", ct.Name, p.name("job_id"))
 	}
@@ -424,7 +424,7 @@ func (r CreateRequest) Digest() string {
 
 // credentialRef names the contract's credential (never its value), for
 // the request's fingerprint.
-func credentialRef(ct *pollwarden.Contract) string {
+func credentialRef(ct *pollwarden.ContractSpec) string {
 	if ct.Status.Credential != nil {
 		return ct.Status.Credential.Ref
 	}

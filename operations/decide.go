@@ -169,7 +169,7 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 		return nil, writeProblem(err, op.ID)
 	}
 	if p.Option == pollwarden.OptionRetryCredential {
-		s.closeRefusedCredential(ctx, p, ex.Contract())
+		s.closeRefusedCredential(ctx, p, ex.Spec())
 	}
 	return next, nil
 }
@@ -178,12 +178,12 @@ func (s *Service) apply(ctx context.Context, p DecisionParams) (*pollwarden.Oper
 // chosen for op now. policy.Apply and policy.RequestCancel check the same
 // again under the save; a cancel, and a decision on a cancelling
 // operation, are left to them, since they depend on the cancel's record.
-func offered(op *pollwarden.Operation, ex *contract.Extractor, option, escalation string) error {
+func offered(op *pollwarden.Operation, ex *contract.Loaded, option, escalation string) error {
 	if err := policy.CheckQuestion(op, escalation); err != nil {
 		return refuse(Conflict, "escalation", "%s", pollwarden.RefusalText(err))
 	}
 	switch {
-	case option == pollwarden.OptionCancel && ex.Contract().Cancel == nil:
+	case option == pollwarden.OptionCancel && ex.Spec().Cancel == nil:
 		return refuse(Conflict, "option", "contract %s documents no cancel action, so cancel at provider is not offered", op.Contract)
 	case option == pollwarden.OptionCancel, op.Phase == pollwarden.PhaseCancelling:
 		return nil

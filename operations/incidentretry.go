@@ -15,7 +15,7 @@ import (
 // opens a new one. When the close fails (another approver closed it
 // first, the store is gone), the decision stands and the incident's page
 // still offers its own decision.
-func (s *Service) closeRefusedCredential(ctx context.Context, p DecisionParams, ct *pollwarden.Contract) {
+func (s *Service) closeRefusedCredential(ctx context.Context, p DecisionParams, ct *pollwarden.ContractSpec) {
 	ks, err := s.store.KeyGet(ctx, pollwarden.QuotaKey(ct))
 	if err != nil || ks.Incident.Open == nil || ks.Incident.Open.Kind != pollwarden.IncidentCredential {
 		return

@@ -185,7 +185,7 @@ func (k quotaKeys) of(ctx context.Context, op *pollwarden.Operation) string {
 		key = op.CredentialName
 	}
 	if ex, ok, err := k.kept.Of(ctx, op); err == nil && ok {
-		key = pollwarden.QuotaKey(ex.Contract())
+		key = pollwarden.QuotaKey(ex.Spec())
 	}
 	k.byFP[op.ContractFingerprint] = key
 	return key

@@ -17,7 +17,7 @@ import (
 // field is "contract" when the contract is among them, so a door that
 // suggests the command to resume knows which contract to name. nil when
 // the request matches.
-func resumeRefusal(stored, asked *pollwarden.Operation, ct *pollwarden.Contract) *Problems {
+func resumeRefusal(stored, asked *pollwarden.Operation, ct *pollwarden.ContractSpec) *Problems {
 	diffs, contractSame := resumeDiffs(stored, asked, ct)
 	if len(diffs) == 0 {
 		return nil
@@ -53,7 +53,7 @@ func submitRefusal(stored *pollwarden.Operation, fingerprint string) *Problems {
 // resumeDiffs names each part of the request that differs from the one
 // the stored operation was created for; contractSame is false when the
 // contract's name or status call is among them.
-func resumeDiffs(stored, asked *pollwarden.Operation, ct *pollwarden.Contract) (out []string, contractSame bool) {
+func resumeDiffs(stored, asked *pollwarden.Operation, ct *pollwarden.ContractSpec) (out []string, contractSame bool) {
 	contractSame = stored.Contract == asked.Contract
 	if stored.Contract != asked.Contract {
 		out = append(out, fmt.Sprintf("the contract differs (created under %s, asked with %s)",

@@ -19,7 +19,7 @@ import (
 // Contracts finds a loaded contract by name; *contract.Set is one, and a
 // door that was handed one file (the CLI's --contract FILE) makes another.
 type Contracts interface {
-	Get(name string) (*contract.Extractor, bool)
+	Get(name string) (*contract.Loaded, bool)
 	Names() []string
 }
 
@@ -34,7 +34,7 @@ type Options struct {
 	// credential cannot be found where this process runs, naming the
 	// reference and never a value; Hint is added to its message (where to
 	// set it).
-	CredentialAvailable func(*pollwarden.Contract) error
+	CredentialAvailable func(*pollwarden.ContractSpec) error
 	CredentialHint      string
 	// Changes wakes Wait at once when an operation changes; without it
 	// Wait sees changes on its periodic re-read of the store, every
@@ -100,7 +100,7 @@ func New(o Options) *Service {
 
 // contractDigest is policy.ContractDigest(ct), computed once per loaded
 // contract; callers must not change the map.
-func (s *Service) contractDigest(ct *pollwarden.Contract) map[string]string {
+func (s *Service) contractDigest(ct *pollwarden.ContractSpec) map[string]string {
 	if d, ok := s.digests.Load(ct); ok {
 		return d.(map[string]string)
 	}
@@ -191,9 +191,9 @@ func (s *Reader) visible(ctx context.Context, c Caller, id string) (*pollwarden.
 // --contract FILE|NAME): it answers ex for every name, so a decision on an
 // operation made under a contract of another name or content reaches the
 // controller, which refuses it naming what differs.
-func Only(ex *contract.Extractor) Contracts { return only{ex} }
+func Only(ex *contract.Loaded) Contracts { return only{ex} }
 
-type only struct{ ex *contract.Extractor }
+type only struct{ ex *contract.Loaded }
 
-func (o only) Get(string) (*contract.Extractor, bool) { return o.ex, true }
-func (o only) Names() []string                        { return []string{o.ex.Contract().Name} }
+func (o only) Get(string) (*contract.Loaded, bool) { return o.ex, true }
+func (o only) Names() []string                     { return []string{o.ex.Spec().Name} }

@@ -14,7 +14,7 @@ import (
 // name this process loaded. An operation created before contracts were
 // kept has none stored; it falls back to the loaded contract of its name,
 // which the controller checks against the digests on its record.
-func (s *Service) contractOf(ctx context.Context, op *pollwarden.Operation) (*contract.Extractor, error) {
+func (s *Service) contractOf(ctx context.Context, op *pollwarden.Operation) (*contract.Loaded, error) {
 	ex, ok, err := s.ctl.Kept().Of(ctx, op)
 	if err != nil {
 		return nil, err
@@ -33,15 +33,15 @@ func (s *Service) contractOf(ctx context.Context, op *pollwarden.Operation) (*co
 // from the one op runs under, with what differs; nil when it is the same,
 // not loaded, or op has no stored contract (it then runs under the loaded
 // one anyway).
-func (s *Service) currentDiffers(op *pollwarden.Operation) (*contract.Extractor, policy.ContractChange) {
+func (s *Service) currentDiffers(op *pollwarden.Operation) (*contract.Loaded, policy.ContractChange) {
 	if op.ContractFingerprint == "" {
 		return nil, policy.ContractChange{}
 	}
 	ex, ok := s.o.Contracts.Get(op.Contract)
-	if !ok || ex.Contract().Name != op.Contract {
+	if !ok || ex.Spec().Name != op.Contract {
 		return nil, policy.ContractChange{}
 	}
-	ch := policy.CompareDigests(op, ex.Contract(), s.contractDigest(ex.Contract()))
+	ch := policy.CompareDigests(op, ex.Spec(), s.contractDigest(ex.Spec()))
 	if !ch.Changed() {
 		return nil, ch
 	}
@@ -65,7 +65,7 @@ func (s *Service) offerCurrentContract(op *pollwarden.Operation) {
 			return
 		}
 	}
-	if opt := policy.UseContractOption(op, ex.Contract()); opt != nil {
+	if opt := policy.UseContractOption(op, ex.Spec()); opt != nil {
 		op.Escalation.Options = append(op.Escalation.Options, *opt)
 	}
 }
@@ -158,7 +158,7 @@ func (s *Service) ResumeStored(ctx context.Context, p CreateParams) (*pollwarden
 // record from before contracts were kept, the loaded one of its name),
 // for a door that shows what it documents (the console's cancel button
 // and provider link).
-func (s *Service) ContractOf(ctx context.Context, op *pollwarden.Operation) (*contract.Extractor, error) {
+func (s *Service) ContractOf(ctx context.Context, op *pollwarden.Operation) (*contract.Loaded, error) {
 	return s.contractOf(ctx, op)
 }
 

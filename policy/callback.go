@@ -35,7 +35,7 @@ type CallbackWake struct {
 // contract's base delay after its last answer, so a burst of callbacks
 // (duplicates, or a provider calling back on every change) costs at most
 // one request per base delay, within the budget.
-func Callback(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) CallbackWake {
+func Callback(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) CallbackWake {
 	switch {
 	case op.Phase != pollwarden.PhaseWaiting:
 		return CallbackWake{Op: op, Why: "the operation is " + string(op.Phase)}
@@ -87,7 +87,7 @@ const SafetyNetFactor = 4
 // is seen. Like a provider hint (R6), the safety net may exceed
 // backoff.max, never the deadline: a hold that would reach it is not made.
 // ok is false when the record keeps its own time.
-func CallbackHold(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, trusted bool) (until time.Time, ok bool) {
+func CallbackHold(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time, trusted bool) (until time.Time, ok bool) {
 	if !trusted || op.Phase != pollwarden.PhaseWaiting || op.NextPollSource != pollwarden.DelayLocalBackoff ||
 		op.LastHTTP != 200 || op.LastHTTPAt == nil || op.CompletedPolls == 0 {
 		return time.Time{}, false

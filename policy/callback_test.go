@@ -9,7 +9,7 @@ import (
 
 // pendingAt is an operation whose last answer (200, pending) came at
 // answered and whose next backoff poll is at next.
-func pendingAt(t *testing.T, c *pollwarden.Contract, answered, next time.Time) *pollwarden.Operation {
+func pendingAt(t *testing.T, c *pollwarden.ContractSpec, answered, next time.Time) *pollwarden.Operation {
 	t.Helper()
 	op := polledOp(t, c, 3, next)
 	a := answered

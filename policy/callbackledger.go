@@ -102,7 +102,7 @@ func (l *CallbackLedger) Trusted(now time.Time) bool {
 // callbacks are trusted, a pending answer's local-backoff poll becomes the
 // safety net, and the step's events say so. The step is returned
 // unchanged otherwise.
-func (l *CallbackLedger) Hold(st Step, c *pollwarden.Contract, now time.Time) Step {
+func (l *CallbackLedger) Hold(st Step, c *pollwarden.ContractSpec, now time.Time) Step {
 	until, ok := CallbackHold(st.Op, c, now, l.Trusted(now))
 	if !ok {
 		return st
@@ -134,7 +134,7 @@ func holdStep(st Step, until, now time.Time) Step {
 // schedule chosen before the callbacks were trusted: ok is true when its
 // poll waits for the safety net instead, with the record and event to save
 // first (nothing is sent).
-func (l *CallbackLedger) HoldWaiting(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (GateResult, bool) {
+func (l *CallbackLedger) HoldWaiting(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (GateResult, bool) {
 	until, ok := CallbackHold(op, c, now, l.Trusted(now))
 	if !ok {
 		return GateResult{}, false

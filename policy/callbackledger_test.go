@@ -11,7 +11,7 @@ import (
 
 // ledgerEnd is operation id ending at a poll at now: the record as sent
 // (woken by a callback or not) and as decided (succeeded).
-func ledgerEnd(t *testing.T, c *pollwarden.Contract, id string, now time.Time, woken bool) (reserved, decided *pollwarden.Operation, at time.Time) {
+func ledgerEnd(t *testing.T, c *pollwarden.ContractSpec, id string, now time.Time, woken bool) (reserved, decided *pollwarden.Operation, at time.Time) {
 	t.Helper()
 	reserved = pendingAt(t, c, now.Add(-time.Minute), now)
 	reserved.ID = id

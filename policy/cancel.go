@@ -21,7 +21,7 @@ import (
 // reached the provider, a second one sends nothing unless the contract
 // documents cancel as idempotent: next is then nil, with no error, and
 // the record is answered as it is.
-func RequestCancel(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now, observeAt time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+func RequestCancel(op *pollwarden.Operation, c *pollwarden.ContractSpec, p DecisionParams, now, observeAt time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if err := CheckQuestion(op, p.Escalation); err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +87,7 @@ type CancelAnswer struct {
 // ended cancelled. Otherwise the operation keeps observing, from one base
 // delay on, until the provider reports an end state; a cancel that was not
 // sent at all escalates integration_failure, since nothing was cancelled.
-func CancelAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt int, a CancelAnswer, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
+func CancelAnswered(op *pollwarden.Operation, c *pollwarden.ContractSpec, attempt int, a CancelAnswer, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	data := pollwarden.EventData{Option: pollwarden.OptionCancel, HTTPStatus: a.Status, Transport: a.Transport, Detail: a.Detail,
 		State: a.State, RequestsUsed: op.StatusRequestsUsed, MaxRequests: op.MaxStatusRequests}
@@ -145,7 +145,7 @@ func CancelAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt in
 // cancel as idempotent; otherwise it is marked interrupted, never resent,
 // and the operation goes on observing. ok is false when op has no such
 // cancel.
-func InterruptedCancel(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, resend, ok bool) {
+func InterruptedCancel(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, resend, ok bool) {
 	if op.Phase != pollwarden.PhaseCancelling || op.Cancel == nil || op.Cancel.State != pollwarden.CancelRecorded {
 		return op, nil, false, false
 	}
@@ -169,7 +169,7 @@ func InterruptedCancel(op *pollwarden.Operation, c *pollwarden.Contract, now tim
 // escalated. Neither choice undoes the cancel: an approver's extend adds
 // the contract's extension to the observation of the job's end, and
 // abandon stops observing (see abandonAfterCancel).
-func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+func applyCancelling(op *pollwarden.Operation, c *pollwarden.ContractSpec, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	next := op.Clone()
 	actor := p.Actor
 	data := pollwarden.EventData{
@@ -212,7 +212,7 @@ func applyCancelling(op *pollwarden.Operation, c *pollwarden.Contract, p Decisio
 // end was not observed the operation stays escalated rather than being
 // called failed (or cancelled) on no evidence. Only the console, where
 // documented, is left to look at.
-func abandonAfterCancel(next *pollwarden.Operation, c *pollwarden.Contract, data *pollwarden.EventData) {
+func abandonAfterCancel(next *pollwarden.Operation, c *pollwarden.ContractSpec, data *pollwarden.EventData) {
 	next.Escalation.Options = options(next, c, next.Reason, askAfterCancel, time.Time{})
 	why := fmt.Sprintf("abandoned after a cancel at the provider (%s): nothing more is sent; the job's end was not observed, so the operation stays escalated, not failed",
 		CancelSummary(next.Cancel))

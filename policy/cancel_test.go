@@ -12,7 +12,7 @@ import (
 var alice = pollwarden.Actor{Name: "alice", Role: pollwarden.RoleApprover}
 
 // requested is op after alice's cancel, recorded and not yet answered.
-func requested(t *testing.T, c *pollwarden.Contract, op *pollwarden.Operation, now time.Time) *pollwarden.Operation {
+func requested(t *testing.T, c *pollwarden.ContractSpec, op *pollwarden.Operation, now time.Time) *pollwarden.Operation {
 	t.Helper()
 	next, evs, err := RequestCancel(op, c, DecisionParams{Actor: alice, Note: "customer gave up"}, now, now.Add(time.Minute))
 	if err != nil || next == nil {

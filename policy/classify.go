@@ -24,7 +24,7 @@ const (
 // classOf applies the contract's state table (R2). A value in no list is
 // unknown and stops, unless the contract says the provider documents
 // unlisted values as still running.
-func classOf(c *pollwarden.Contract, s string) stateClass {
+func classOf(c *pollwarden.ContractSpec, s string) stateClass {
 	t := &c.State
 	switch {
 	case slices.Contains(t.Success, s):

@@ -48,7 +48,7 @@ var sectionWords = map[string]string{
 
 // KeptLimits is the part of c's limits an operation keeps with its
 // record, to compare a later edit of the file value by value.
-func KeptLimits(c *pollwarden.Contract) *pollwarden.ContractLimits {
+func KeptLimits(c *pollwarden.ContractSpec) *pollwarden.ContractLimits {
 	return &pollwarden.ContractLimits{Deadline: c.Limits.Deadline, MaxStatusRequests: c.Limits.MaxStatusRequests,
 		MaxTransportFailures: c.Limits.MaxTransportFailures, MaxRateLimited: c.Limits.MaxRateLimited}
 }
@@ -56,7 +56,7 @@ func KeptLimits(c *pollwarden.Contract) *pollwarden.ContractLimits {
 // CompareContract compares the contract op was created under with c. A
 // record created before digests were kept has nothing to compare, and
 // reports no change.
-func CompareContract(op *pollwarden.Operation, c *pollwarden.Contract) ContractChange {
+func CompareContract(op *pollwarden.Operation, c *pollwarden.ContractSpec) ContractChange {
 	if op.ContractDigest == nil {
 		return ContractChange{}
 	}
@@ -66,7 +66,7 @@ func CompareContract(op *pollwarden.Operation, c *pollwarden.Contract) ContractC
 // CompareDigests is CompareContract with c's digests (ContractDigest)
 // computed once by a caller that compares many operations with one
 // contract (the daemon's scheduler).
-func CompareDigests(op *pollwarden.Operation, c *pollwarden.Contract, now map[string]string) ContractChange {
+func CompareDigests(op *pollwarden.Operation, c *pollwarden.ContractSpec, now map[string]string) ContractChange {
 	if op.ContractDigest == nil || maps.Equal(op.ContractDigest, now) {
 		return ContractChange{}
 	}
@@ -130,7 +130,7 @@ func limitChanges(old, now *pollwarden.ContractLimits) (words []string, lowered 
 // each limit lowered to c's where c's is lower, counters untouched, the
 // record now naming c's digests, and the event that says so. by is who
 // took the wait up.
-func AdoptContract(op *pollwarden.Operation, c *pollwarden.Contract, ch ContractChange, now time.Time, by string) (*pollwarden.Operation, pollwarden.Event) {
+func AdoptContract(op *pollwarden.Operation, c *pollwarden.ContractSpec, ch ContractChange, now time.Time, by string) (*pollwarden.Operation, pollwarden.Event) {
 	next := op.Clone()
 	// Never below what is already used: a budget spent stays spent, and
 	// "5 of 4" would tell a person nothing.
@@ -159,7 +159,7 @@ func digestText(d map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-func credRef(c *pollwarden.Contract) string {
+func credRef(c *pollwarden.ContractSpec) string {
 	if c.Status.Credential != nil {
 		return c.Status.Credential.Ref
 	}

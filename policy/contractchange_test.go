@@ -17,28 +17,30 @@ func TestCompareContract(t *testing.T) {
 	if ch := CompareContract(op, testContract()); ch.Changed() || ch.Adoptable {
 		t.Fatalf("the same contract: %+v", ch)
 	}
-	edit := func(f func(c *pollwarden.Contract)) ContractChange {
+	edit := func(f func(c *pollwarden.ContractSpec)) ContractChange {
 		c := testContract()
 		f(c)
 		return CompareContract(op, c)
 	}
-	lowered := edit(func(c *pollwarden.Contract) { c.Limits.MaxStatusRequests = 8; c.Limits.Deadline = 20 * time.Minute })
+	lowered := edit(func(c *pollwarden.ContractSpec) { c.Limits.MaxStatusRequests = 8; c.Limits.Deadline = 20 * time.Minute })
 	if !lowered.Adoptable || strings.Join(lowered.Changes, ", ") != "limits.deadline 40m → 20m, limits.max_status_requests 12 → 8" {
 		t.Fatalf("lowered limits: %+v", lowered)
 	}
 	if lowered.From == lowered.To || len(lowered.From) != 12 {
 		t.Fatalf("digests %q → %q", lowered.From, lowered.To)
 	}
-	for name, f := range map[string]func(c *pollwarden.Contract){
-		"a raised limit":       func(c *pollwarden.Contract) { c.Limits.MaxStatusRequests = 13 },
-		"one lowered, one up":  func(c *pollwarden.Contract) { c.Limits.MaxStatusRequests = 8; c.Limits.MaxRateLimited = 9 },
-		"the request rate":     func(c *pollwarden.Contract) { c.Limits.MaxRequestsPerSecond = 50 },
-		"a new success state":  func(c *pollwarden.Contract) { c.State.Success = append(c.State.Success, "running") },
-		"another allowed host": func(c *pollwarden.Contract) { c.Status.AllowedHosts = append(c.Status.AllowedHosts, "evil.example") },
-		"another credential":   func(c *pollwarden.Contract) { c.Status.Credential.Ref = "env:OTHER" },
-		"a faster backoff":     func(c *pollwarden.Contract) { c.Backoff.Base = time.Millisecond },
-		"a larger extension":   func(c *pollwarden.Contract) { c.Escalation.ExtensionRequests = 400 },
-		"lowered and new state": func(c *pollwarden.Contract) {
+	for name, f := range map[string]func(c *pollwarden.ContractSpec){
+		"a raised limit":      func(c *pollwarden.ContractSpec) { c.Limits.MaxStatusRequests = 13 },
+		"one lowered, one up": func(c *pollwarden.ContractSpec) { c.Limits.MaxStatusRequests = 8; c.Limits.MaxRateLimited = 9 },
+		"the request rate":    func(c *pollwarden.ContractSpec) { c.Limits.MaxRequestsPerSecond = 50 },
+		"a new success state": func(c *pollwarden.ContractSpec) { c.State.Success = append(c.State.Success, "running") },
+		"another allowed host": func(c *pollwarden.ContractSpec) {
+			c.Status.AllowedHosts = append(c.Status.AllowedHosts, "evil.example")
+		},
+		"another credential": func(c *pollwarden.ContractSpec) { c.Status.Credential.Ref = "env:OTHER" },
+		"a faster backoff":   func(c *pollwarden.ContractSpec) { c.Backoff.Base = time.Millisecond },
+		"a larger extension": func(c *pollwarden.ContractSpec) { c.Escalation.ExtensionRequests = 400 },
+		"lowered and new state": func(c *pollwarden.ContractSpec) {
 			c.Limits.MaxStatusRequests = 8
 			c.State.Pending = append(c.State.Pending, "paused")
 		},
@@ -47,7 +49,7 @@ func TestCompareContract(t *testing.T) {
 			t.Errorf("%s: %+v, want a change that is not adoptable", name, ch)
 		}
 	}
-	if ch := edit(func(c *pollwarden.Contract) { c.Status.Credential.Ref = "env:OTHER" }); !strings.Contains(strings.Join(ch.Changes, ", "), "credential env:EXPORT_API_TOKEN → env:OTHER") {
+	if ch := edit(func(c *pollwarden.ContractSpec) { c.Status.Credential.Ref = "env:OTHER" }); !strings.Contains(strings.Join(ch.Changes, ", "), "credential env:EXPORT_API_TOKEN → env:OTHER") {
 		t.Errorf("credential change not said: %v", ch.Changes)
 	}
 	old := op.Clone()

@@ -63,7 +63,7 @@ type NewParams struct {
 // pass pollwarden.MaxCount or a deadline pollwarden.MaxSpan away. The ids
 // must be UTF-8 text: a door that decoded JSON has checked the raw bytes
 // already, this catches the others (the command line).
-func NewOperation(c *pollwarden.Contract, p NewParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+func NewOperation(c *pollwarden.ContractSpec, p NewParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	var problems []ParamProblem
 	lim := c.Limits
 	deadline := now.Add(lim.Deadline)
@@ -200,7 +200,7 @@ func pickLimit(problems *[]ParamProblem, field, name string, asked, contract int
 // Fingerprint identifies the original request: contract, status call,
 // job and credential name (never the secret). A resume whose fingerprint
 // differs would poll another job and is refused (R4).
-func Fingerprint(c *pollwarden.Contract, jobID, statusURL, credential string) string {
+func Fingerprint(c *pollwarden.ContractSpec, jobID, statusURL, credential string) string {
 	return FingerprintVars(c, jobID, statusURL, credential, nil)
 }
 
@@ -208,7 +208,7 @@ func Fingerprint(c *pollwarden.Contract, jobID, statusURL, credential string) st
 // too: the same job id under another owner/repo is another job. Without
 // variables it equals Fingerprint, so records made before variables
 // existed still resume.
-func FingerprintVars(c *pollwarden.Contract, jobID, statusURL, credential string, vars map[string]string) string {
+func FingerprintVars(c *pollwarden.ContractSpec, jobID, statusURL, credential string, vars map[string]string) string {
 	h := sha256.New()
 	for _, s := range []string{c.Name, c.Status.Method, c.Status.URL, jobID, statusURL, credential} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)

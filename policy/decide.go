@@ -18,7 +18,7 @@ type Step struct {
 // facts: only a success state with valid result fields succeeds; a pending
 // state only schedules a later observation. op must be the record as
 // reserved for this request.
-func Decide(op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time, r Rand) Step {
+func Decide(op *pollwarden.Operation, c *pollwarden.ContractSpec, obs *pollwarden.Observation, now time.Time, r Rand) Step {
 	// A decision changes neither map in place: next shares them with op.
 	next := op.CloneNext()
 	if !ValidFactor(next.JitterFactor) {
@@ -35,7 +35,7 @@ func Decide(op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Ob
 
 type decider struct {
 	op     *pollwarden.Operation
-	c      *pollwarden.Contract
+	c      *pollwarden.ContractSpec
 	obs    *pollwarden.Observation
 	now    time.Time
 	r      Rand

@@ -9,7 +9,7 @@ import (
 )
 
 // decideOnce reserves the first request at t0 and decides obs at now.
-func decideOnce(t *testing.T, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) Step {
+func decideOnce(t *testing.T, c *pollwarden.ContractSpec, obs *pollwarden.Observation, now time.Time) Step {
 	t.Helper()
 	op := reservedAt(t, c, newOp(t, c), t0)
 	return Decide(op, c, obs, now, fixedRand(0))
@@ -24,7 +24,7 @@ func TestDecideOutcomes(t *testing.T) {
 	for name, tc := range map[string]struct {
 		obs        *pollwarden.Observation
 		now        time.Time
-		contract   func(*pollwarden.Contract)
+		contract   func(*pollwarden.ContractSpec)
 		wantPhase  pollwarden.Phase
 		wantReason pollwarden.Reason
 	}{
@@ -38,7 +38,7 @@ func TestDecideOutcomes(t *testing.T) {
 		"R2 needs_payment is unknown_state":          {obs: obs200("needs_payment", nil), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonUnknownState},
 		"R2 state is case-sensitive":                 {obs: obs200("Running", nil), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonUnknownState},
 		"R2 unlisted: pending only when the contract says so": {
-			obs: obs200("paused", nil), contract: func(c *pollwarden.Contract) { c.State.UnlistedPending = true }, wantPhase: pollwarden.PhaseWaiting},
+			obs: obs200("paused", nil), contract: func(c *pollwarden.ContractSpec) { c.State.UnlistedPending = true }, wantPhase: pollwarden.PhaseWaiting},
 		"R3 success without the result field":     {obs: obs200("succeeded", nil), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
 		"R3 success with a relative result URL":   {obs: obs200("succeeded", withURL("/r/a.csv")), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},
 		"R3 success with a non-string result URL": {obs: obs200("succeeded", withURL(42.0)), wantPhase: pollwarden.PhaseEscalated, wantReason: pollwarden.ReasonIntegrationFailure},

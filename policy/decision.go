@@ -29,7 +29,7 @@ type DecisionParams struct {
 // A cancel is RequestCancel's (the call itself is a separate action with
 // its own record, R23); a cancelling operation takes only extend and
 // abandon, neither of which undoes the cancel.
-func Apply(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+func Apply(op *pollwarden.Operation, c *pollwarden.ContractSpec, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if err := CheckQuestion(op, p.Escalation); err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +169,7 @@ func reopen(op *pollwarden.Operation, now time.Time, src pollwarden.DelaySource)
 // at once (c, the contract op runs under, may be nil: the option is then
 // left as it is). It grants nothing (R20): only an approver's decision
 // changes limits.
-func RequestExtension(op *pollwarden.Operation, c *pollwarden.Contract, actor pollwarden.Actor, extraTime time.Duration, extraRequests int, justification string, now time.Time) []pollwarden.Event {
+func RequestExtension(op *pollwarden.Operation, c *pollwarden.ContractSpec, actor pollwarden.Actor, extraTime time.Duration, extraRequests int, justification string, now time.Time) []pollwarden.Event {
 	a := actor
 	op.ExtensionAsked = &pollwarden.ExtensionAsk{ExtraTime: extraTime, ExtraStatusRequests: extraRequests, By: actor.Name, At: now}
 	reofferExtension(op, c, now)

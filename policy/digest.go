@@ -20,7 +20,7 @@ import (
 // unset contract field still recognises the contracts it digested before.
 // It holds no secret: the credential appears by reference only, and a
 // digest cannot be reversed.
-func ContractDigest(c *pollwarden.Contract) map[string]string {
+func ContractDigest(c *pollwarden.ContractSpec) map[string]string {
 	sections := map[string]any{
 		"status":                 c.Status,
 		"state":                  c.State,
@@ -43,7 +43,7 @@ func ContractDigest(c *pollwarden.Contract) map[string]string {
 // CheckContract refuses c for a decision on op when it differs from the
 // contract op was created under, naming the sections that changed. A
 // record created before digests were kept is not checked.
-func CheckContract(op *pollwarden.Operation, c *pollwarden.Contract) error {
+func CheckContract(op *pollwarden.Operation, c *pollwarden.ContractSpec) error {
 	if op.Contract != c.Name {
 		return pollwarden.Refuse(pollwarden.ErrInvalid, "", "operation %s belongs to contract %q, not %q", op.ID, op.Contract, c.Name)
 	}

@@ -9,13 +9,13 @@ import (
 
 // Escalate stops op with reason r and attaches the bounded decision a
 // person is asked for (R19). It mutates op and returns the event to record.
-func Escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, detail string, now time.Time) []pollwarden.Event {
+func Escalate(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, detail string, now time.Time) []pollwarden.Event {
 	return escalate(op, c, r, detail, askWaiting, now)
 }
 
 // escalate is Escalate for what q asks: its options built once, by
 // options, and its message.
-func escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, detail string, q ask, now time.Time) []pollwarden.Event {
+func escalate(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, detail string, q ask, now time.Time) []pollwarden.Event {
 	op.Phase = pollwarden.PhaseEscalated
 	op.Reason = r
 	t := now
@@ -45,7 +45,7 @@ func escalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Rea
 
 // Options lists the bounded choices for a waiting stopped with reason r
 // (R19, R21): options with askWaiting.
-func Options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, now time.Time) []pollwarden.Option {
+func Options(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, now time.Time) []pollwarden.Option {
 	return options(op, c, r, askWaiting, now)
 }
 
@@ -70,7 +70,7 @@ const (
 // offered a retry with the same credential; cancel appears only when the
 // contract documents a cancel action; resubmission only for a submission
 // that may be sent again. The words are package present's.
-func options(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, q ask, now time.Time) []pollwarden.Option {
+func options(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, q ask, now time.Time) []pollwarden.Option {
 	var opts []pollwarden.Option
 	submission := q == askSubmission || q == askSubmissionNoResend
 	switch {

@@ -10,7 +10,7 @@ import (
 	"github.com/pollwarden/pollwarden"
 )
 
-func escalated(t *testing.T, c *pollwarden.Contract, r pollwarden.Reason) *pollwarden.Operation {
+func escalated(t *testing.T, c *pollwarden.ContractSpec, r pollwarden.Reason) *pollwarden.Operation {
 	t.Helper()
 	op := newOp(t, c)
 	op.StatusRequestsUsed, op.LastState, op.LastHTTP = 12, "running", 200
@@ -54,7 +54,7 @@ func TestR19_OptionsPerReason(t *testing.T) {
 	noCancel := testContract()
 	noCancel.Cancel = nil
 	for name, tc := range map[string]struct {
-		c      *pollwarden.Contract
+		c      *pollwarden.ContractSpec
 		reason pollwarden.Reason
 		want   string
 	}{

@@ -9,7 +9,7 @@ import (
 // StateCategory names the list of the contract's state table that s falls
 // in (pending, success, failure, cancelled, expired), or "unknown": what
 // `contract test` shows next to a state, from the table Decide reads.
-func StateCategory(c *pollwarden.Contract, s string) string {
+func StateCategory(c *pollwarden.ContractSpec, s string) string {
 	switch classOf(c, s) {
 	case classPending:
 		if !listed(c, s) {
@@ -28,7 +28,7 @@ func StateCategory(c *pollwarden.Contract, s string) string {
 	return "unknown"
 }
 
-func listed(c *pollwarden.Contract, s string) bool {
+func listed(c *pollwarden.ContractSpec, s string) bool {
 	for _, l := range [][]string{c.State.Pending, c.State.Success, c.State.Failure, c.State.Cancelled, c.State.Expired} {
 		for _, v := range l {
 			if v == s {

@@ -26,7 +26,7 @@ type extensionGrant struct {
 	Capped bool
 }
 
-func grantFor(op *pollwarden.Operation, c *pollwarden.Contract) extensionGrant {
+func grantFor(op *pollwarden.Operation, c *pollwarden.ContractSpec) extensionGrant {
 	e := c.Escalation
 	g := extensionGrant{Time: e.ExtensionTime, Requests: e.ExtensionRequests}
 	a := op.ExtensionAsked
@@ -48,7 +48,7 @@ func grantFor(op *pollwarden.Operation, c *pollwarden.Contract) extensionGrant {
 
 // askedWords says, in an extend option's label, whose request it follows
 // and, when the request went past the contract's bounds, what they are.
-func (g extensionGrant) askedWords(c *pollwarden.Contract) string {
+func (g extensionGrant) askedWords(c *pollwarden.ContractSpec) string {
 	if g.Asked == nil {
 		return ""
 	}
@@ -64,7 +64,7 @@ func (g extensionGrant) askedWords(c *pollwarden.Contract) string {
 // extendOption is the extend option for op escalated with reason r: its
 // cost, the limits it sets and, in its label, how long its requests last
 // and whose request it follows.
-func extendOption(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, now time.Time) pollwarden.Option {
+func extendOption(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, now time.Time) pollwarden.Option {
 	g := grantFor(op, c)
 	dl := extendedDeadline(op, g.Time, now)
 	// The budget saturates at pollwarden.MaxCount: the option says what
@@ -88,7 +88,7 @@ func extendOption(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden
 // was asked. The escalation keeps its id: the question is the same, and
 // the decision applies the record's pending request whichever form
 // posted it.
-func reofferExtension(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) {
+func reofferExtension(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) {
 	if c == nil || op.Phase != pollwarden.PhaseEscalated || op.Escalation == nil || op.Escalation.Decided != nil {
 		return
 	}

@@ -28,7 +28,7 @@ func RequestsSpan(b pollwarden.Backoff, from, n int, f float64) time.Duration {
 // requests last for this operation at its own jitter factor, so an
 // approver sees the effect and not only the cost (4 requests at a 1s–5s
 // backoff watch 10 seconds, whatever the extra time says).
-func extensionEffect(op *pollwarden.Operation, c *pollwarden.Contract, more int) string {
+func extensionEffect(op *pollwarden.Operation, c *pollwarden.ContractSpec, more int) string {
 	b := c.Backoff
 	if more <= 0 || b.Base <= 0 || b.Max < b.Base {
 		return ""
@@ -45,7 +45,7 @@ func extensionEffect(op *pollwarden.Operation, c *pollwarden.Contract, more int)
 // requests, granted after the base budget, are spent long before its time
 // (most of the time is unusable), or its time passes long before half its
 // requests could be sent. Same factor-of-two margin as the base limits.
-func extensionWarnings(c *pollwarden.Contract) []string {
+func extensionWarnings(c *pollwarden.ContractSpec) []string {
 	e, b := c.Escalation, c.Backoff
 	if e.ExtensionRequests < 2 || e.ExtensionTime <= 0 {
 		return nil

@@ -12,7 +12,7 @@ import (
 // The label must say the requests last seconds, not the 5 minutes offered.
 func TestExtendLabelSaysHowLongItsRequestsLast(t *testing.T) {
 	now := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
-	c := &pollwarden.Contract{
+	c := &pollwarden.ContractSpec{
 		Backoff:    pollwarden.Backoff{Base: time.Second, Max: 5 * time.Second},
 		Limits:     pollwarden.Limits{Deadline: 30 * time.Second, MaxStatusRequests: 12},
 		Escalation: pollwarden.EscalationSpec{ExtensionTime: 5 * time.Minute, ExtensionRequests: 4},
@@ -51,7 +51,7 @@ func TestRequestsSpanFollowsTheSchedule(t *testing.T) {
 }
 
 func TestExtensionWarnings(t *testing.T) {
-	base := pollwarden.Contract{
+	base := pollwarden.ContractSpec{
 		Backoff: pollwarden.Backoff{Base: 5 * time.Second, Max: 120 * time.Second},
 		Limits:  pollwarden.Limits{Deadline: time.Hour, MaxStatusRequests: 40},
 	}

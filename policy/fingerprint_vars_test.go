@@ -10,7 +10,7 @@ import (
 // TestFingerprintCoversVars: the same job id under other variables is
 // another job, and a record without variables keeps its old fingerprint.
 func TestFingerprintCoversVars(t *testing.T) {
-	c := &pollwarden.Contract{Name: "gh", Status: pollwarden.StatusCall{Method: "GET", URL: "https://h/{owner}/{job_id}"},
+	c := &pollwarden.ContractSpec{Name: "gh", Status: pollwarden.StatusCall{Method: "GET", URL: "https://h/{owner}/{job_id}"},
 		Limits: pollwarden.Limits{Deadline: time.Hour, MaxStatusRequests: 3, MaxTransportFailures: 1, MaxRateLimited: 1}}
 	a := FingerprintVars(c, "1", "", "", map[string]string{"owner": "a"})
 	b := FingerprintVars(c, "1", "", "", map[string]string{"owner": "b"})

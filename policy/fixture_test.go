@@ -16,8 +16,8 @@ type fixedRand float64
 
 func (f fixedRand) Float64() float64 { return float64(f) }
 
-func testContract() *pollwarden.Contract {
-	return &pollwarden.Contract{
+func testContract() *pollwarden.ContractSpec {
+	return &pollwarden.ContractSpec{
 		Version: 1, Name: "report-export",
 		Status: pollwarden.StatusCall{
 			URL: "https://api.example.com/v1/jobs/{job_id}", Method: "GET", Timeout: 10 * time.Second,
@@ -38,7 +38,7 @@ func testContract() *pollwarden.Contract {
 	}
 }
 
-func newOp(t testing.TB, c *pollwarden.Contract) *pollwarden.Operation {
+func newOp(t testing.TB, c *pollwarden.ContractSpec) *pollwarden.Operation {
 	t.Helper()
 	op, _, err := NewOperation(c, NewParams{ID: "report-export-2025-04-18-01", ProviderJobID: "exp_71c"}, t0)
 	if err != nil {
@@ -49,7 +49,7 @@ func newOp(t testing.TB, c *pollwarden.Contract) *pollwarden.Operation {
 
 // reserved returns op after n reserved-and-completed polls at time at,
 // ready for the next Decide.
-func reservedAt(t testing.TB, c *pollwarden.Contract, op *pollwarden.Operation, at time.Time) *pollwarden.Operation {
+func reservedAt(t testing.TB, c *pollwarden.ContractSpec, op *pollwarden.Operation, at time.Time) *pollwarden.Operation {
 	t.Helper()
 	g := Gate(op, c, at)
 	if g.Verdict != Send {

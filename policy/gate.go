@@ -43,7 +43,7 @@ type GateResult struct {
 // the lease and again after the reload under the lease. A late wake-up
 // passes the time check once and so sends at most one request (R9); one
 // later than the contract's base delay is first spread (see spreadLate).
-func Gate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateResult {
+func Gate(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) GateResult {
 	return GateUp(op, c, now, Uptime{})
 }
 
@@ -66,7 +66,7 @@ type Uptime struct {
 // GateUp is Gate with the caller's Uptime: a scheduler passes when it
 // started or last resumed, so only wake-ups missed while it was not
 // running are spread.
-func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) GateResult {
+func GateUp(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time, up Uptime) GateResult {
 	switch {
 	case !op.Phase.Polling():
 		return GateResult{Verdict: Done, Op: op}
@@ -107,7 +107,7 @@ func GateUp(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up 
 // to act on). u is derived from the operation's id and poll count rather than
 // a random source, so Gate stays a pure function of the record and the
 // time and gives the same answer before and after the lease.
-func spreadLate(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, up Uptime) (GateResult, bool) {
+func spreadLate(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time, up Uptime) (GateResult, bool) {
 	if op.NextPollSpread || op.CompletedPolls == 0 || op.NextPollSource == pollwarden.DelayManualExtension ||
 		op.NextPollSource == pollwarden.DelayCallback ||
 		now.Sub(op.NextPollAt) <= Floor(c) || (!up.Since.IsZero() && !op.NextPollAt.Before(up.Since)) {
@@ -144,7 +144,7 @@ func spreadFraction(op *pollwarden.Operation) float64 {
 	return float64(x>>11) / (1 << 53)
 }
 
-func stop(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, detail string, now time.Time) GateResult {
+func stop(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, detail string, now time.Time) GateResult {
 	next := op.Clone()
 	evs := Escalate(next, c, r, detail, now)
 	return GateResult{Verdict: Stop, Op: next, Events: evs}
@@ -155,7 +155,7 @@ func stop(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason,
 // other writers. Past the deadline the result is Stop with the record
 // escalated deadline_exceeded, the reservation still counted and nothing
 // sent; otherwise Send.
-func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now time.Time) GateResult {
+func StillInTime(reserved *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) GateResult {
 	if now.Before(reserved.DeadlineAt) {
 		return GateResult{Verdict: Send, Op: reserved}
 	}
@@ -167,7 +167,7 @@ func StillInTime(reserved *pollwarden.Operation, c *pollwarden.Contract, now tim
 // returned record has one more status request used (and one fewer approved
 // call for an unsafe method) and must be persisted before sending, so a
 // crash leaves an unused count, never an unrecorded request.
-func CountRequest(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
+func CountRequest(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (*pollwarden.Operation, []pollwarden.Event) {
 	next := op.Clone()
 	next.StatusRequestsUsed++
 	next.NextPollSpread, next.HeldBy = false, ""

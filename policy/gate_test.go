@@ -132,7 +132,7 @@ func TestR11_DeadlineRecheckedAfterTheReservation(t *testing.T) {
 }
 
 // polledOp is an operation after n completed polls, next poll due at due.
-func polledOp(t *testing.T, c *pollwarden.Contract, n int, due time.Time) *pollwarden.Operation {
+func polledOp(t *testing.T, c *pollwarden.ContractSpec, n int, due time.Time) *pollwarden.Operation {
 	t.Helper()
 	op, _, err := NewOperation(c, NewParams{ID: "late-op", ProviderJobID: "j", Rand: fixedRand(0.5)}, t0)
 	if err != nil {
@@ -236,7 +236,7 @@ func TestR9_SpreadFractionsCoverTheDelay(t *testing.T) {
 
 // extendedOp is polledOp after an approver's extension: due at the
 // decision, its next poll chosen by the extension.
-func extendedOp(t *testing.T, c *pollwarden.Contract, decidedAt time.Time) *pollwarden.Operation {
+func extendedOp(t *testing.T, c *pollwarden.ContractSpec, decidedAt time.Time) *pollwarden.Operation {
 	op := polledOp(t, c, 3, decidedAt)
 	op.NextPollSource = pollwarden.DelayManualExtension
 	return op

@@ -50,13 +50,13 @@ type IncidentGrant struct {
 // past the deadline, so they look again while the deadline still
 // escalates as always. While a credential incident is open nothing is
 // sent. The returned state is the one to write with the key's row.
-func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (pollwarden.IncidentState, IncidentGrant) {
+func GrantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (pollwarden.IncidentState, IncidentGrant) {
 	return grantIncident(is, op, c, now, true)
 }
 
 // grantIncident is GrantIncident for a status request (status) or
 // another request of op (a cancel, which never probes).
-func grantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, status bool) (pollwarden.IncidentState, IncidentGrant) {
+func grantIncident(is pollwarden.IncidentState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time, status bool) (pollwarden.IncidentState, IncidentGrant) {
 	o := is.Open
 	if o == nil {
 		return is, IncidentGrant{Send: true}
@@ -123,7 +123,7 @@ func denied(obs *pollwarden.Observation) bool {
 // dropped, so the next request sends a newly minted one, which may be
 // accepted. One such probe per incident, one at a time; after it is
 // refused too, nothing more goes out until an approver decides.
-func remintProbe(o *pollwarden.OpenIncident, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) bool {
+func remintProbe(o *pollwarden.OpenIncident, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) bool {
 	if c.Status.Credential == nil || !op.Phase.Polling() {
 		return false
 	}
@@ -154,7 +154,7 @@ func answerText(obs *pollwarden.Observation) string {
 // operation opens an outage; a valid answer forgets them and closes an
 // open outage; a 401 or 403 opens a credential incident at once; a failed
 // probe frees the slot and spaces the next by backoff.
-func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) (pollwarden.IncidentState, pollwarden.IncidentEffects) {
+func NoteIncident(is pollwarden.IncidentState, key string, op *pollwarden.Operation, c *pollwarden.ContractSpec, obs *pollwarden.Observation, now time.Time) (pollwarden.IncidentState, pollwarden.IncidentEffects) {
 	next := is.Clone()
 	var fx pollwarden.IncidentEffects
 	switch {
@@ -247,7 +247,7 @@ func closing(o *pollwarden.OpenIncident, key string, now time.Time, why string) 
 // wait is recorded with the delay source local_backoff, so that wake-up
 // sends. ok is false when the spread would reach the deadline (then it
 // sends now, while it still may).
-func resumeAfterIncident(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (pollwarden.KeyGrant, bool) {
+func resumeAfterIncident(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (pollwarden.KeyGrant, bool) {
 	d := Delay(c.Backoff, op.CompletedPolls, op.JitterFactor)
 	at := now.Add(time.Duration(spreadFraction(op) * float64(d)))
 	if !at.Before(op.DeadlineAt) {
@@ -269,7 +269,7 @@ func resumed(op *pollwarden.Operation) *pollwarden.Operation {
 // reaches the quota; the probe it lets go is then the quota's to grant,
 // and takes the probe slot only if the quota grants it. Once the
 // incident is over, an operation it held resumes spread.
-func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, status bool) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time, status bool) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 	if ks.Incident.Open == nil {
 		// Held by an incident that is over: spread, then the quota.
 		if g, ok := resumeAfterIncident(op, c, now); ok {
@@ -300,7 +300,7 @@ func keyIncident(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarde
 // noteKeyIncident applies an answer to the key's incident state
 // (NoteIncident) in KeyNote; it reports whether the row changed, and
 // leaves what to write with it in ks.Incident.Effects.
-func noteKeyIncident(ks *pollwarden.KeyState, eff *pollwarden.KeyEffects, op *pollwarden.Operation, c *pollwarden.Contract, obs *pollwarden.Observation, now time.Time) bool {
+func noteKeyIncident(ks *pollwarden.KeyState, eff *pollwarden.KeyEffects, op *pollwarden.Operation, c *pollwarden.ContractSpec, obs *pollwarden.Observation, now time.Time) bool {
 	is, fx := NoteIncident(ks.Incident, ks.Key, op, c, obs, now)
 	if !fx.Any() && reflect.DeepEqual(is.Recent, ks.Incident.Recent) && reflect.DeepEqual(is.Open, ks.Incident.Open) {
 		return false

@@ -13,7 +13,7 @@ import (
 
 const incKey = "env:EXPORT_API_TOKEN"
 
-func opNamed(t testing.TB, c *pollwarden.Contract, id string) *pollwarden.Operation {
+func opNamed(t testing.TB, c *pollwarden.ContractSpec, id string) *pollwarden.Operation {
 	op := newOp(t, c)
 	op.ID = id
 	return op
@@ -27,7 +27,7 @@ func failObs(status int) *pollwarden.Observation {
 }
 
 // openOutage fails n distinct operations at one second apart.
-func openOutage(t *testing.T, c *pollwarden.Contract, n int) (pollwarden.IncidentState, []pollwarden.IncidentEffects) {
+func openOutage(t *testing.T, c *pollwarden.ContractSpec, n int) (pollwarden.IncidentState, []pollwarden.IncidentEffects) {
 	t.Helper()
 	var is pollwarden.IncidentState
 	var fxs []pollwarden.IncidentEffects

@@ -44,7 +44,7 @@ func requestsWithin(b pollwarden.Backoff, f float64, span time.Duration, most in
 // be spent. "Well" and "long" mean by a factor of two, at the pace most
 // favourable to the other limit, so a warning is never a close call. The
 // escalation's extension is checked the same way (extensionWarnings).
-func LimitWarnings(c *pollwarden.Contract) []string {
+func LimitWarnings(c *pollwarden.ContractSpec) []string {
 	lim, b := c.Limits, c.Backoff
 	if b.Base <= 0 || b.Max < b.Base {
 		return nil

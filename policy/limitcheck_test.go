@@ -27,7 +27,7 @@ func TestLimitWarnings(t *testing.T) {
 		{"one request", 1, 5 * time.Second, 120 * time.Second, time.Hour, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &pollwarden.Contract{
+			c := &pollwarden.ContractSpec{
 				Backoff: pollwarden.Backoff{Base: tc.base, Max: tc.max},
 				Limits:  pollwarden.Limits{Deadline: tc.deadline, MaxStatusRequests: tc.requests},
 			}

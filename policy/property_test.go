@@ -42,7 +42,7 @@ func drawObservation(t *rapid.T, allowEnd bool) *pollwarden.Observation {
 // simulate drives the core as the controller does, with late wake-ups, and
 // checks the invariants at every request. It returns the final record and
 // the number of requests sent.
-func simulate(t *rapid.T, c *pollwarden.Contract, allowEnd bool) (*pollwarden.Operation, int) {
+func simulate(t *rapid.T, c *pollwarden.ContractSpec, allowEnd bool) (*pollwarden.Operation, int) {
 	op, _, err := NewOperation(c, NewParams{ID: "sim", ProviderJobID: "j",
 		MaxStatusRequests: rapid.IntRange(1, c.Limits.MaxStatusRequests).Draw(t, "maxReq")}, t0)
 	if err != nil {

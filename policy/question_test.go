@@ -67,7 +67,7 @@ func TestStaleQuestionIsRefused(t *testing.T) {
 	}
 }
 
-func withCancel(c *pollwarden.Contract) *pollwarden.Contract {
+func withCancel(c *pollwarden.ContractSpec) *pollwarden.ContractSpec {
 	cc := *c
 	cc.Cancel = &pollwarden.Action{URL: "https://api.example.com/jobs/{job_id}/cancel", Method: "POST"}
 	return &cc

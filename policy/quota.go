@@ -49,7 +49,7 @@ const (
 // request that asks for it unless a more deserving waiter is due for it
 // (see due): the quota is work-conserving, and priority then fairness
 // across owners decide who is promised the next slots (see promise).
-func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 	return keyGrant(ks, op, c, now, true)
 }
 
@@ -59,11 +59,11 @@ func KeyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.C
 // whether the provider is back and so would not free the slot; once an
 // incident is over it goes to the quota at once (the resume spread is for
 // the held operations' status requests).
-func ActionGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+func ActionGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 	return keyGrant(ks, op, c, now, false)
 }
 
-func keyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time, status bool) (*pollwarden.KeyState, pollwarden.KeyGrant) {
+func keyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time, status bool) (*pollwarden.KeyState, pollwarden.KeyGrant) {
 	if ks.Incident.Open != nil || (status && op.NextPollSource == pollwarden.DelayProviderIncident) {
 		return keyIncident(ks, op, c, now, status)
 	}
@@ -101,7 +101,7 @@ func keyGrant(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.C
 
 // heldDetail says why a request waits: the provider's hold, or the
 // shared quota's spacing, and behind how many waiters.
-func heldDetail(ks *pollwarden.KeyState, c *pollwarden.Contract, now, free time.Time, n int) string {
+func heldDetail(ks *pollwarden.KeyState, c *pollwarden.ContractSpec, now, free time.Time, n int) string {
 	var why string
 	switch {
 	case now.Before(ks.HoldUntil) && !ks.HoldUntil.Before(free):
@@ -121,7 +121,7 @@ func heldDetail(ks *pollwarden.KeyState, c *pollwarden.Contract, now, free time.
 // quota's Per/Requests (rounded up, so Requests intervals never fall
 // short of Per), or the provider's remaining count spread until its
 // reset when that is longer; 0 when neither limits.
-func keyInterval(ks *pollwarden.KeyState, c *pollwarden.Contract, now time.Time) time.Duration {
+func keyInterval(ks *pollwarden.KeyState, c *pollwarden.ContractSpec, now time.Time) time.Duration {
 	var gap time.Duration
 	if q := c.Quota; q != nil && q.Requests > 0 && q.Per > 0 {
 		gap = (q.Per + time.Duration(q.Requests) - 1) / time.Duration(q.Requests)
@@ -296,7 +296,7 @@ func granted(ks *pollwarden.KeyState, owner string) int {
 // rollWindow starts a new window of a declared quota when the current
 // one (Per long, from its start) is over: the window's counts, which the
 // views show and fairness reads, start again.
-func rollWindow(ks *pollwarden.KeyState, now time.Time, c *pollwarden.Contract) bool {
+func rollWindow(ks *pollwarden.KeyState, now time.Time, c *pollwarden.ContractSpec) bool {
 	if !declared(c) {
 		return false
 	}
@@ -387,7 +387,7 @@ func wait(ks *pollwarden.KeyState, prio int, owner string, slot time.Time) {
 
 // declared reports whether c declares a quota of its own (requests per
 // per), not only the provider's count.
-func declared(c *pollwarden.Contract) bool {
+func declared(c *pollwarden.ContractSpec) bool {
 	return c.Quota != nil && c.Quota.Requests > 0 && c.Quota.Per > 0
 }
 

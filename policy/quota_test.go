@@ -15,8 +15,8 @@ import (
 
 var quotaT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func quotaContract(requests int, per time.Duration) *pollwarden.Contract {
-	return &pollwarden.Contract{Name: "q", Backoff: pollwarden.Backoff{Base: 2 * time.Second, Max: time.Minute},
+func quotaContract(requests int, per time.Duration) *pollwarden.ContractSpec {
+	return &pollwarden.ContractSpec{Name: "q", Backoff: pollwarden.Backoff{Base: 2 * time.Second, Max: time.Minute},
 		Quota: &pollwarden.QuotaSpec{Requests: requests, Per: per, Key: pollwarden.QuotaKeyCredential, RemainingHeader: "x-ratelimit-remaining"}}
 }
 
@@ -26,7 +26,7 @@ func quotaOp(id, owner string, prio int) *pollwarden.Operation {
 
 // take runs one claim's decision and keeps the row it returns, as the
 // store does.
-func take(ks **pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) pollwarden.KeyGrant {
+func take(ks **pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) pollwarden.KeyGrant {
 	next, g := policy.KeyGrant(*ks, op, c, now)
 	if next != nil {
 		*ks = next
@@ -96,7 +96,7 @@ func TestKeyGrantNeverExceedsTheQuota(t *testing.T) {
 
 // A key with no quota and nothing learned writes nothing and holds nothing.
 func TestKeyGrantWithoutQuotaWritesNothing(t *testing.T) {
-	c := &pollwarden.Contract{Name: "q"}
+	c := &pollwarden.ContractSpec{Name: "q"}
 	next, g := policy.KeyGrant(pollwarden.NewKeyState("q"), quotaOp("a", "", 0), c, quotaT0)
 	if next != nil || !g.OK {
 		t.Fatalf("no quota: row %+v, grant %+v; want nothing written, granted", next, g)
@@ -286,7 +286,7 @@ func TestKeyNoteBadProviderValues(t *testing.T) {
 // until its reset; nothing else holds them, and no row is written for a
 // grant it does not space.
 func TestKeyGrantLearnedOnly(t *testing.T) {
-	c := &pollwarden.Contract{Name: "q", Backoff: pollwarden.Backoff{Base: time.Second},
+	c := &pollwarden.ContractSpec{Name: "q", Backoff: pollwarden.Backoff{Base: time.Second},
 		Quota: &pollwarden.QuotaSpec{Key: pollwarden.QuotaKeyCredential, RemainingHeader: "x-left"}}
 	ks := pollwarden.NewKeyState("k")
 	if next, g := policy.KeyGrant(ks, quotaOp("a", "x", 5), c, quotaT0); next != nil || !g.OK {

@@ -19,7 +19,7 @@ type fleetStep struct {
 // runFleet simulates ops that always have a request to make: a granted
 // one asks again after think, a held one comes back exactly at the slot
 // it was promised. It returns the grants' times up to end.
-func runFleet(t *testing.T, c *pollwarden.Contract, ops []*pollwarden.Operation, think time.Duration, end time.Time) []time.Time {
+func runFleet(t *testing.T, c *pollwarden.ContractSpec, ops []*pollwarden.Operation, think time.Duration, end time.Time) []time.Time {
 	t.Helper()
 	ks := pollwarden.NewKeyState("k")
 	queue := make([]fleetStep, 0, len(ops))

@@ -26,7 +26,7 @@ const MaxKeyHold = 24 * time.Hour
 // its reason in KeyEffects.Ignored (see KeyFacts). now is the store's
 // clock; the answer's times are read relative to its arrival, so they
 // move onto that clock.
-func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Contract, obs pollwarden.Observation, now time.Time) (*pollwarden.KeyState, pollwarden.KeyEffects) {
+func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.ContractSpec, obs pollwarden.Observation, now time.Time) (*pollwarden.KeyState, pollwarden.KeyEffects) {
 	next := cloneKey(ks)
 	facts := KeyFacts(c, obs)
 	eff := pollwarden.KeyEffects{Ignored: facts.Ignored}
@@ -57,7 +57,7 @@ func KeyNote(ks *pollwarden.KeyState, op *pollwarden.Operation, c *pollwarden.Co
 // limit, or a remaining count the contract reads): only then does the
 // save that records it read the key's row (KeyNote would write nothing).
 // A rule that makes KeyNote learn from other answers must widen it too.
-func KeyTaught(c *pollwarden.Contract, obs pollwarden.Observation) bool {
+func KeyTaught(c *pollwarden.ContractSpec, obs pollwarden.Observation) bool {
 	return obs.Status == statusTooManyRequests || obs.RateLimitSignal != "" ||
 		c.Quota != nil && c.Quota.RemainingHeader != "" && obs.Quota.HasRemaining ||
 		IncidentTaught(&obs)
@@ -97,7 +97,7 @@ type KeyLesson struct {
 
 // KeyFacts checks what obs says about its key under contract c (see
 // KeyLesson).
-func KeyFacts(c *pollwarden.Contract, obs pollwarden.Observation) KeyLesson {
+func KeyFacts(c *pollwarden.ContractSpec, obs pollwarden.Observation) KeyLesson {
 	var l KeyLesson
 	q := obs.Quota
 	if c.Quota != nil && c.Quota.RemainingHeader != "" && q.HasRemaining {
@@ -159,7 +159,7 @@ func remainingCount(q *pollwarden.QuotaSpec, raw string, ignored *[]string) (int
 // Retry-After (or the contract's reset, which the observation carries
 // the same way) when valid, at least the contract's base delay, at most
 // MaxKeyHold.
-func rateLimitHold(c *pollwarden.Contract, obs pollwarden.Observation, ignored *[]string) (time.Duration, string) {
+func rateLimitHold(c *pollwarden.ContractSpec, obs pollwarden.Observation, ignored *[]string) (time.Duration, string) {
 	why := fmt.Sprintf("%d", obs.Status)
 	if obs.RateLimitSignal != "" {
 		why = obs.RateLimitSignal

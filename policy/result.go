@@ -10,7 +10,7 @@ import (
 // CanFetchResult refuses a result fetch unless op has succeeded: before
 // then the provider has no result, and after another end there is none to
 // fetch. The refusal names the phase.
-func CanFetchResult(op *pollwarden.Operation, c *pollwarden.Contract) error {
+func CanFetchResult(op *pollwarden.Operation, c *pollwarden.ContractSpec) error {
 	if op.Contract != c.Name {
 		return fmt.Errorf("operation %s belongs to contract %q, not %q", op.ID, op.Contract, c.Name)
 	}
@@ -28,7 +28,7 @@ func CanFetchResult(op *pollwarden.Operation, c *pollwarden.Contract) error {
 // URL with no secret in it). Once the contract's max_fetches were sent,
 // nothing is counted and the event records the refusal instead; sent is
 // then false and nothing may leave.
-func StartResultFetch(op *pollwarden.Operation, c *pollwarden.Contract, actor pollwarden.Actor, url string, now time.Time) (e pollwarden.Event, sent bool) {
+func StartResultFetch(op *pollwarden.Operation, c *pollwarden.ContractSpec, actor pollwarden.Actor, url string, now time.Time) (e pollwarden.Event, sent bool) {
 	limit := c.ResultFetch.FetchLimit()
 	d := pollwarden.EventData{Actor: &actor, URL: url}
 	if op.ResultFetchesSent >= limit {

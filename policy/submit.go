@@ -29,7 +29,7 @@ func ResumesSubmission(stored *pollwarden.Operation, fingerprint string) bool {
 // call, the body's digest, the credential name and the variables. The
 // same command run again finds the same operation; another body is
 // another request and is refused under the same id.
-func SubmitFingerprint(c *pollwarden.Contract, bodySHA256, credential string, vars map[string]string) string {
+func SubmitFingerprint(c *pollwarden.ContractSpec, bodySHA256, credential string, vars map[string]string) string {
 	h := sha256.New()
 	var url, method string
 	if c.Submit != nil {
@@ -54,7 +54,7 @@ func BodyDigest(body []byte) string {
 // to be stored before anything is sent: the limits, the body and its
 // digest, and key as the idempotency key where the contract declares an
 // idempotency header (key is ignored otherwise).
-func NewSubmission(c *pollwarden.Contract, p NewParams, body []byte, key string, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+func NewSubmission(c *pollwarden.ContractSpec, p NewParams, body []byte, key string, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if c.Submit == nil {
 		return nil, nil, pollwarden.Refuse(pollwarden.ErrInvalid, "", "contract %s has no submit block: pollwarden cannot submit its jobs", c.Name)
 	}
@@ -115,7 +115,7 @@ func SubmitSending(op *pollwarden.Operation, now time.Time) (next *pollwarden.Op
 // stored key and attempts left it is sent again (resend, with the
 // attempt recorded); otherwise the operation escalates with the question,
 // and nothing is sent. ok is false when op has no such submission.
-func SubmitInterrupted(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, resend, ok bool) {
+func SubmitInterrupted(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, resend, ok bool) {
 	if op.Phase != pollwarden.PhaseSubmitting || op.Submission == nil || op.Submission.State != pollwarden.SubmissionSent {
 		return nil, nil, false, false
 	}
@@ -164,7 +164,7 @@ type SubmitResult struct {
 // says whether the submission should be sent again at once (a 429, 5xx or
 // timeout with a stored key and attempts left). An answer to another
 // attempt than the one recorded changes nothing.
-func SubmitAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt int, r SubmitResult, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, again bool) {
+func SubmitAnswered(op *pollwarden.Operation, c *pollwarden.ContractSpec, attempt int, r SubmitResult, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, again bool) {
 	if op.Submission == nil || op.Submission.State != pollwarden.SubmissionSent || op.Submission.Attempts != attempt {
 		return op, nil, false
 	}
@@ -232,7 +232,7 @@ func SubmitAnswered(op *pollwarden.Operation, c *pollwarden.Contract, attempt in
 // submitEscalate escalates a submission with the question for a person.
 // resubmit offers the approver a new send (with the same key where there
 // is one); it is not offered once the provider said it has the job.
-func submitEscalate(op *pollwarden.Operation, c *pollwarden.Contract, r pollwarden.Reason, why string, resubmit bool, now time.Time) []pollwarden.Event {
+func submitEscalate(op *pollwarden.Operation, c *pollwarden.ContractSpec, r pollwarden.Reason, why string, resubmit bool, now time.Time) []pollwarden.Event {
 	q := askSubmissionNoResend
 	if resubmit {
 		q = askSubmission

@@ -14,7 +14,7 @@ import (
 // wanted by is one nobody waits for any more, so a person closes it (no
 // resubmit is offered: it would meet the same deadline).
 // next is nil (and send false) when the record allows nothing.
-func SubmitTurn(op *pollwarden.Operation, c *pollwarden.Contract, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, send bool) {
+func SubmitTurn(op *pollwarden.Operation, c *pollwarden.ContractSpec, now time.Time) (next *pollwarden.Operation, events []pollwarden.Event, send bool) {
 	if !op.Phase.Submitting() || op.Submission == nil {
 		return nil, nil, false
 	}

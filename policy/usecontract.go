@@ -18,7 +18,7 @@ func UseContractLabel(ch ContractChange) string {
 // UseContractOption is the use_current_contract option for op when c, the
 // loaded contract of its name, differs from the one op runs under; nil
 // when it does not differ or op is not escalated.
-func UseContractOption(op *pollwarden.Operation, c *pollwarden.Contract) *pollwarden.Option {
+func UseContractOption(op *pollwarden.Operation, c *pollwarden.ContractSpec) *pollwarden.Option {
 	if op.Phase != pollwarden.PhaseEscalated || op.Contract != c.Name {
 		return nil
 	}
@@ -36,7 +36,7 @@ func UseContractOption(op *pollwarden.Operation, c *pollwarden.Contract) *pollwa
 // what is used); raising them is an extension's. An escalated operation
 // goes back to waiting, due now; a waiting one goes on. The caller records
 // c's stored fingerprint on the returned record.
-func UseContract(op *pollwarden.Operation, c *pollwarden.Contract, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
+func UseContract(op *pollwarden.Operation, c *pollwarden.ContractSpec, p DecisionParams, now time.Time) (*pollwarden.Operation, []pollwarden.Event, error) {
 	if !p.Actor.Role.CanGrant() {
 		return nil, nil, pollwarden.Refuse(pollwarden.ErrForbidden, "option", "%q grants new authority; only an approver may choose it (%s is %s)",
 			pollwarden.OptionUseCurrentContract, p.Actor.Name, p.Actor.Role)

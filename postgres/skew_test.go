@@ -53,7 +53,7 @@ func newSkewReplica(t *testing.T, schema, owner string, now time.Time) *skewRepl
 }
 
 // skewContract has a lease of 2*timeout+5s = 9s, far less than the skew.
-func skewContract(t *testing.T, base string) *contract.Extractor {
+func skewContract(t *testing.T, base string) *contract.Loaded {
 	t.Helper()
 	c, err := contract.Parse(fmt.Appendf(nil, `version: 1
 name: skew-test

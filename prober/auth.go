@@ -50,7 +50,7 @@ func (e *tokenFailure) Error() string { return e.detail }
 // has neither; a *tokenFailure when minting failed; a *sessionFailure when
 // the handshake gave no session; any other error names a reference that
 // could not be read.
-func (p *Prober) authorize(ctx context.Context, c *pollwarden.Contract) (*authorizer, error) {
+func (p *Prober) authorize(ctx context.Context, c *pollwarden.ContractSpec) (*authorizer, error) {
 	auth, err := p.credentialAuth(ctx, c)
 	if err != nil || c.Status.Session == nil {
 		return auth, err
@@ -59,7 +59,7 @@ func (p *Prober) authorize(ctx context.Context, c *pollwarden.Contract) (*author
 }
 
 // credentialAuth resolves the credential alone.
-func (p *Prober) credentialAuth(ctx context.Context, c *pollwarden.Contract) (*authorizer, error) {
+func (p *Prober) credentialAuth(ctx context.Context, c *pollwarden.ContractSpec) (*authorizer, error) {
 	cred := c.Status.Credential
 	if cred == nil {
 		return nil, nil

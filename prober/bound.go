@@ -50,7 +50,7 @@ func cutMark(n int) string { return fmt.Sprintf("…[cut: %d bytes]", n) }
 
 // bound applies the caps to the facts of one body, after redaction.
 // Listed states are kept whole: they are bounded by the contract.
-func bound(f *pollwarden.BodyFacts, c *pollwarden.Contract, listed map[string]bool) {
+func bound(f *pollwarden.BodyFacts, c *pollwarden.ContractSpec, listed map[string]bool) {
 	f.Problem = cut(f.Problem, MaxProblemBytes)
 	if !listed[f.State] {
 		f.State = cut(f.State, MaxStateBytes)

@@ -24,7 +24,7 @@ type caClients struct {
 // clientFor returns the client for c's requests: the prober's own, or,
 // when the contract names a CA file, one whose TLS trusts that file's
 // certificates and nothing else — never the process-wide pool.
-func (p *Prober) clientFor(c *pollwarden.Contract) (*http.Client, error) {
+func (p *Prober) clientFor(c *pollwarden.ContractSpec) (*http.Client, error) {
 	ref := c.Status.CAFile
 	if ref == "" {
 		return p.client, nil

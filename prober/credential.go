@@ -63,7 +63,7 @@ const MinSecretLen = 16
 // shorter than MinSecretLen, what that costs; "" otherwise, or when it
 // cannot be resolved here (that is reported elsewhere). It never gives the
 // length or any character of the secret.
-func ShortSecretWarning(c *pollwarden.Contract, getenv func(string) (string, bool), readFile func(string) ([]byte, error)) string {
+func ShortSecretWarning(c *pollwarden.ContractSpec, getenv func(string) (string, bool), readFile func(string) ([]byte, error)) string {
 	cred := c.Status.Credential
 	if cred == nil {
 		return ""

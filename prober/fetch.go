@@ -42,7 +42,7 @@ type FetchResponse struct {
 
 // fetchTimeout bounds a whole result fetch: results are larger than
 // status bodies, so ten status timeouts, and at least a minute.
-func fetchTimeout(c *pollwarden.Contract) time.Duration {
+func fetchTimeout(c *pollwarden.ContractSpec) time.Duration {
 	t := 10 * c.Status.Timeout
 	if t < time.Minute {
 		t = time.Minute
@@ -70,7 +70,7 @@ type FetchRequest struct {
 // each answer within what is left of the bound, then writes it: one
 // answer as it came, or a paged result as JSON Lines, one page a line.
 // A body that holds the credential is stopped before it is written.
-func (p *Prober) Fetch(ctx context.Context, c *pollwarden.Contract, req FetchRequest, w io.Writer) FetchResponse {
+func (p *Prober) Fetch(ctx context.Context, c *pollwarden.ContractSpec, req FetchRequest, w io.Writer) FetchResponse {
 	auth, err := p.authorize(ctx, c)
 	var secrets []string
 	if auth != nil {
@@ -100,7 +100,7 @@ func (p *Prober) Fetch(ctx context.Context, c *pollwarden.Contract, req FetchReq
 }
 
 // fetchStream is a result that is one answer, streamed as it arrives.
-func (p *Prober) fetchStream(ctx context.Context, c *pollwarden.Contract, req FetchRequest, auth *authorizer, secrets []string, w io.Writer) FetchResponse {
+func (p *Prober) fetchStream(ctx context.Context, c *pollwarden.ContractSpec, req FetchRequest, auth *authorizer, secrets []string, w io.Writer) FetchResponse {
 	max := c.ResultFetch.MaxBytes
 	rawURL, body, err := req.Page("")
 	if err != nil {
@@ -126,7 +126,7 @@ func (p *Prober) fetchStream(ctx context.Context, c *pollwarden.Contract, req Fe
 // fetchOne sends one request of a result fetch and follows its allowed
 // redirects; it returns a 2xx answer whose body the caller reads, or why
 // there is none. resp records what was sent and the last status.
-func (p *Prober) fetchOne(ctx context.Context, c *pollwarden.Contract, fr FetchRequest, rawURL string, body []byte, auth *authorizer, resp *FetchResponse) (*http.Response, string) {
+func (p *Prober) fetchOne(ctx context.Context, c *pollwarden.ContractSpec, fr FetchRequest, rawURL string, body []byte, auth *authorizer, resp *FetchResponse) (*http.Response, string) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return nil, "the result URL is not an absolute http(s) URL without user info; nothing sent"

@@ -15,7 +15,7 @@ import (
 
 // fetchPages reads each answer within the bound, checks it for the
 // provider's error and its next page, and writes it.
-func (p *Prober) fetchPages(ctx context.Context, c *pollwarden.Contract, req FetchRequest, auth *authorizer, secrets []string, w io.Writer) (resp FetchResponse) {
+func (p *Prober) fetchPages(ctx context.Context, c *pollwarden.ContractSpec, req FetchRequest, auth *authorizer, secrets []string, w io.Writer) (resp FetchResponse) {
 	f := c.ResultFetch
 	timeout := fetchTimeout(c)
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -78,7 +78,7 @@ func (f *textractFake) handler(t *testing.T, secret string, pages map[string][]b
 	}
 }
 
-func textractBuiltin(t *testing.T, base, extra string) *pollwarden.Contract {
+func textractBuiltin(t *testing.T, base, extra string) *pollwarden.ContractSpec {
 	t.Helper()
 	c, err := contract.Parse([]byte(fmt.Sprintf("version: 1\nextends: aws-textract-analysis\nname: aws-textract-analysis\nbase_url: %q\n%s", base, extra)))
 	if err != nil {
@@ -87,7 +87,7 @@ func textractBuiltin(t *testing.T, base, extra string) *pollwarden.Contract {
 	return c
 }
 
-func fetchOp(t *testing.T, p *Prober, c *pollwarden.Contract, op *pollwarden.Operation, w io.Writer) FetchResponse {
+func fetchOp(t *testing.T, p *Prober, c *pollwarden.ContractSpec, op *pollwarden.Operation, w io.Writer) FetchResponse {
 	t.Helper()
 	pager, err := contract.NewResultPager(c, op)
 	if err != nil {

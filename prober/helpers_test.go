@@ -48,12 +48,12 @@ func newTestProber(env map[string]string) *Prober {
 
 // testContract is a status call with a Bearer credential from
 // env:EXPORT_API_TOKEN, allowed on origins (the first is the status URL's).
-func testContract(origins ...string) *pollwarden.Contract {
+func testContract(origins ...string) *pollwarden.ContractSpec {
 	statusURL := ""
 	if len(origins) > 0 {
 		statusURL = origins[0] + "/v1/jobs/{job_id}"
 	}
-	return &pollwarden.Contract{
+	return &pollwarden.ContractSpec{
 		Version: 1,
 		Name:    "report-export",
 		Status: pollwarden.StatusCall{

@@ -30,7 +30,7 @@ const (
 
 // callTimeout is one request's bound: the contract's status timeout, or
 // DefaultTimeout when it is unset.
-func callTimeout(c *pollwarden.Contract) time.Duration {
+func callTimeout(c *pollwarden.ContractSpec) time.Duration {
 	if c.Status.Timeout > 0 {
 		return c.Status.Timeout
 	}
@@ -170,14 +170,14 @@ func (r Response) WithBody(body []byte) Response {
 // order matters: parsing first catches a secret the provider wrote
 // JSON-escaped, and matching decoded strings rather than raw bytes keeps
 // a short secret from rewriting the body around it (R27).
-func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
+func (r Response) Facts(x *contract.Loaded) pollwarden.BodyFacts {
 	var raw []byte
 	var sc *scrubber
 	if r.body != nil {
 		raw, sc = r.body.raw, r.body.scrub
 	}
 	f := x.ExtractResponse(r.Status, r.Headers, raw)
-	c := x.Contract()
+	c := x.Spec()
 	listed := listedStates(c)
 	f.Problem = sc.text(f.Problem)
 	if !listed[f.State] {
@@ -198,7 +198,7 @@ func (r Response) Facts(x *contract.Extractor) pollwarden.BodyFacts {
 // RateLimit reads the contract's rate-limit signals (a header, a body
 // field, a reset time) from the answer as received, and returns its texts
 // with the secret removed and cut like every kept field.
-func (r Response) RateLimit(x *contract.Extractor, at time.Time) (why, retryAfter string) {
+func (r Response) RateLimit(x *contract.Loaded, at time.Time) (why, retryAfter string) {
 	var raw []byte
 	var sc *scrubber
 	if r.body != nil {
@@ -211,7 +211,7 @@ func (r Response) RateLimit(x *contract.Extractor, at time.Time) (why, retryAfte
 // Status sends the contract's status request to statusURL (the contract's
 // URL with the job id already filled in), with the headers that hold no
 // template.
-func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL string) Response {
+func (p *Prober) Status(ctx context.Context, c *pollwarden.ContractSpec, statusURL string) Response {
 	return p.StatusFor(ctx, c, statusURL, nil, contract.FixedHeaders(c))
 }
 
@@ -219,13 +219,13 @@ func (p *Prober) Status(ctx context.Context, c *pollwarden.Contract, statusURL s
 // (a JSON-RPC tasks/get, an AWS POST read): body, already built by
 // contract.StatusBody, is sent as application/json on every hop that
 // keeps the method.
-func (p *Prober) StatusWithBody(ctx context.Context, c *pollwarden.Contract, statusURL string, body []byte) Response {
+func (p *Prober) StatusWithBody(ctx context.Context, c *pollwarden.ContractSpec, statusURL string, body []byte) Response {
 	return p.StatusFor(ctx, c, statusURL, body, contract.FixedHeaders(c))
 }
 
 // StatusFor is the status request of one operation: body (nil for
 // none) and headers as contract.RequestHeaders filled them in.
-func (p *Prober) StatusFor(ctx context.Context, c *pollwarden.Contract, statusURL string, body []byte, headers map[string]string) Response {
+func (p *Prober) StatusFor(ctx context.Context, c *pollwarden.ContractSpec, statusURL string, body []byte, headers map[string]string) Response {
 	method := c.Status.Method
 	if method == "" {
 		method = http.MethodGet
@@ -236,7 +236,7 @@ func (p *Prober) StatusFor(ctx context.Context, c *pollwarden.Contract, statusUR
 // Action sends a provider action (cancel) to url with a.Method (default
 // POST), body (nil for none) and one operation's headers, under the
 // status call's credential, session, hosts, timeout and body cap.
-func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollwarden.Action, url string, body []byte, headers map[string]string) Response {
+func (p *Prober) Action(ctx context.Context, c *pollwarden.ContractSpec, a *pollwarden.Action, url string, body []byte, headers map[string]string) Response {
 	method := a.Method
 	if method == "" {
 		method = http.MethodPost
@@ -246,7 +246,7 @@ func (p *Prober) Action(ctx context.Context, c *pollwarden.Contract, a *pollward
 
 // call wraps send so that redaction, then the caps, run on every path
 // out.
-func (p *Prober) call(ctx context.Context, c *pollwarden.Contract, method, rawURL string, body []byte, headers map[string]string) Response {
+func (p *Prober) call(ctx context.Context, c *pollwarden.ContractSpec, method, rawURL string, body []byte, headers map[string]string) Response {
 	auth, err := p.authorize(ctx, c)
 	var secrets []string
 	if auth != nil {

@@ -37,7 +37,7 @@ type scrubber struct {
 // newScrubber removes every one of secrets (a static secret; or a client
 // secret and the token it minted; or an AWS key and session token), one
 // after another, longest first so a secret inside another goes with it.
-func newScrubber(secrets []string, c *pollwarden.Contract) *scrubber {
+func newScrubber(secrets []string, c *pollwarden.ContractSpec) *scrubber {
 	list := slices.Clone(secrets)
 	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
 	var head *scrubber
@@ -295,7 +295,7 @@ func replacer(secret string) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
-func listedStates(c *pollwarden.Contract) map[string]bool {
+func listedStates(c *pollwarden.ContractSpec) map[string]bool {
 	if c == nil {
 		return nil
 	}

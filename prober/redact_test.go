@@ -23,7 +23,7 @@ var leakForms = []string{"sk-canary", "7f3a", url.QueryEscape(canary), url.PathE
 
 // stateContract is testContract with a state table and result paths, for
 // the body's facts.
-func stateContract(hosts ...string) *pollwarden.Contract {
+func stateContract(hosts ...string) *pollwarden.ContractSpec {
 	c := testContract(hosts...)
 	c.State = pollwarden.StateTable{Path: "state", Pending: []string{"running"}, Success: []string{"succeeded"},
 		Failure: []string{"failed"}, Expired: []string{"expired"}}
@@ -33,7 +33,7 @@ func stateContract(hosts ...string) *pollwarden.Contract {
 	return c
 }
 
-func extractor(t *testing.T, c *pollwarden.Contract) *contract.Extractor {
+func extractor(t *testing.T, c *pollwarden.ContractSpec) *contract.Loaded {
 	t.Helper()
 	x, err := contract.Compile(c)
 	if err != nil {

@@ -47,7 +47,7 @@ func CredentialFingerprint(ref string, key []byte, getenv func(string) (string, 
 // key. For minted tokens (OAuth2 client credentials) it is the configured
 // client secret's, since that is what a person changes. Nil when c has no
 // credential or it cannot be read now.
-func (p *Prober) Refused(c *pollwarden.Contract, at time.Time) *pollwarden.RefusedCredential {
+func (p *Prober) Refused(c *pollwarden.ContractSpec, at time.Time) *pollwarden.RefusedCredential {
 	cred := c.Status.Credential
 	if cred == nil || cred.Ref == "" {
 		return nil

@@ -11,7 +11,7 @@ import (
 // saved answer (code, headers, body), so `contract test` judges it by the
 // same code as a live answer: the same headers are kept, cut the same way,
 // and nothing is sent.
-func Replay(c *pollwarden.Contract, status int, h http.Header, body []byte, at time.Time) Response {
+func Replay(c *pollwarden.ContractSpec, status int, h http.Header, body []byte, at time.Time) Response {
 	resp := Response{Sent: true, SentAt: at, ReceivedAt: at, Status: status}
 	resp.RetryAfter = cut(h.Get("Retry-After"), maxRetryAfter)
 	resp.RequestID = cut(requestID(h, c.Status.RequestIDHeader), maxRequestIDLen)

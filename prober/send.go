@@ -17,7 +17,7 @@ import (
 // headers as this operation sends them. The
 // Response's texts are whole and unredacted, and its body has no scrubber
 // yet: call redacts, then cuts.
-func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawURL string, auth *authorizer, reqBody []byte, hdr map[string]string) (resp Response) {
+func (p *Prober) send(ctx context.Context, c *pollwarden.ContractSpec, method, rawURL string, auth *authorizer, reqBody []byte, hdr map[string]string) (resp Response) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Response{Transport: pollwarden.TransportOther, TransportDetail: "status url is not an absolute http(s) url"}
@@ -130,7 +130,7 @@ func (p *Prober) send(ctx context.Context, c *pollwarden.Contract, method, rawUR
 // answer is not a redirect to follow (no Location, or 300/304). Every hop
 // passes the same origin check as the first URL: the provider cannot send
 // the credential to another port or scheme, nor to plain http.
-func (p *Prober) redirect(c *pollwarden.Contract, cur *url.URL, r *http.Response, hop int) (next *url.URL, why string, follow bool) {
+func (p *Prober) redirect(c *pollwarden.ContractSpec, cur *url.URL, r *http.Response, hop int) (next *url.URL, why string, follow bool) {
 	switch r.StatusCode {
 	case 301, 302, 303, 307, 308:
 	default:
@@ -194,7 +194,7 @@ func requestID(h http.Header, contractHeader string) string {
 // header, header fields and rate_limit headers), and no others: the rest
 // of a provider's headers never leave the prober. A header sent on
 // several lines gives its first value, as http.Header.Get reads it.
-func contractHeaders(c *pollwarden.Contract, h http.Header) map[string]string {
+func contractHeaders(c *pollwarden.ContractSpec, h http.Header) map[string]string {
 	var out map[string]string
 	for _, n := range contract.ResponseHeaders(c) {
 		if v := h.Get(n); v != "" {

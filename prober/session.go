@@ -30,7 +30,7 @@ type sessionEntry struct {
 	id string
 }
 
-func sessionKey(c *pollwarden.Contract) string {
+func sessionKey(c *pollwarden.ContractSpec) string {
 	ref := ""
 	if c.Status.Credential != nil {
 		ref = c.Status.Credential.Ref
@@ -38,7 +38,7 @@ func sessionKey(c *pollwarden.Contract) string {
 	return c.Name + "\x00" + c.Status.Session.URL + "\x00" + ref
 }
 
-func (sc *sessionCache) entry(c *pollwarden.Contract) *sessionEntry {
+func (sc *sessionCache) entry(c *pollwarden.ContractSpec) *sessionEntry {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.m == nil {
@@ -54,7 +54,7 @@ func (sc *sessionCache) entry(c *pollwarden.Contract) *sessionEntry {
 }
 
 // forget drops the contract's session after the provider said it ended.
-func (sc *sessionCache) forget(c *pollwarden.Contract, id string) {
+func (sc *sessionCache) forget(c *pollwarden.ContractSpec, id string) {
 	e := sc.entry(c)
 	e.mu.Lock()
 	if e.id == id {
@@ -82,7 +82,7 @@ func (e *sessionFailure) Error() string {
 // withSession returns auth wrapped so that every request also carries
 // the contract's session header, opening the session first when none is
 // held. auth may be nil (a contract without a credential).
-func (p *Prober) withSession(ctx context.Context, c *pollwarden.Contract, auth *authorizer) (*authorizer, error) {
+func (p *Prober) withSession(ctx context.Context, c *pollwarden.ContractSpec, auth *authorizer) (*authorizer, error) {
 	s := c.Status.Session
 	e := p.sessions.entry(c)
 	e.mu.Lock()
@@ -113,7 +113,7 @@ func (p *Prober) withSession(ctx context.Context, c *pollwarden.Contract, auth *
 
 // openSession sends the handshake and, once the session id is known, the
 // notification. Neither follows a redirect.
-func (p *Prober) openSession(ctx context.Context, c *pollwarden.Contract, auth *authorizer) (string, error) {
+func (p *Prober) openSession(ctx context.Context, c *pollwarden.ContractSpec, auth *authorizer) (string, error) {
 	s := c.Status.Session
 	r, err := p.sessionRequest(ctx, c, auth, []byte(s.Body), "")
 	if err != nil {
@@ -138,7 +138,7 @@ func (p *Prober) openSession(ctx context.Context, c *pollwarden.Contract, auth *
 
 // sessionRequest sends one handshake request and drains its answer; a
 // non-2xx answer is a sessionFailure.
-func (p *Prober) sessionRequest(ctx context.Context, c *pollwarden.Contract, auth *authorizer, body []byte, id string) (*http.Response, error) {
+func (p *Prober) sessionRequest(ctx context.Context, c *pollwarden.ContractSpec, auth *authorizer, body []byte, id string) (*http.Response, error) {
 	s := c.Status.Session
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {

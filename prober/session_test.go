@@ -12,7 +12,7 @@ import (
 )
 
 // sessionContract is testContract with an MCP-style handshake at /mcp.
-func sessionContract(base string) *pollwarden.Contract {
+func sessionContract(base string) *pollwarden.ContractSpec {
 	c := testContract(base)
 	c.Status.Method, c.Status.Safe = http.MethodPost, true
 	c.Status.Session = &pollwarden.SessionSpec{URL: base + "/mcp", Method: http.MethodPost,

@@ -133,7 +133,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func sigv4Contract(base string) *pollwarden.Contract {
+func sigv4Contract(base string) *pollwarden.ContractSpec {
 	c := testContract(base)
 	c.Status.Method, c.Status.Safe = http.MethodPost, true
 	c.Status.Headers = map[string]string{"X-Amz-Target": "Textract.GetDocumentAnalysis", "Content-Type": "application/x-amz-json-1.1"}

@@ -35,7 +35,7 @@ type SubmitAnswer struct {
 // Submit sends the contract's submission once to submitURL with body and,
 // when key is set, the contract's idempotency header. A redirect is not
 // followed: a submission is never re-sent anywhere by the transport.
-func (p *Prober) Submit(ctx context.Context, c *pollwarden.Contract, submitURL string, body []byte, key string) SubmitAnswer {
+func (p *Prober) Submit(ctx context.Context, c *pollwarden.ContractSpec, submitURL string, body []byte, key string) SubmitAnswer {
 	if c.Submit == nil {
 		return SubmitAnswer{TransportDetail: "the contract has no submit block"}
 	}
@@ -60,7 +60,7 @@ func (p *Prober) Submit(ctx context.Context, c *pollwarden.Contract, submitURL s
 	return a
 }
 
-func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.Contract, rawURL string, body []byte, key string, auth *authorizer, sc *scrubber) SubmitAnswer {
+func (p *Prober) submitOnce(ctx context.Context, c *pollwarden.ContractSpec, rawURL string, body []byte, key string, auth *authorizer, sc *scrubber) SubmitAnswer {
 	s := c.Submit
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {

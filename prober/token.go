@@ -73,7 +73,7 @@ func (tc *tokenCache) forget(key [32]byte, token string) {
 // credential, minting one when none is cached. secrets lists what the
 // scrubber must remove (the client secret) even when minting fails, and
 // forget drops the token from the cache once the provider refused it.
-func (p *Prober) accessToken(ctx context.Context, c *pollwarden.Contract) (tok string, secrets []string, forget func(), err error) {
+func (p *Prober) accessToken(ctx context.Context, c *pollwarden.ContractSpec) (tok string, secrets []string, forget func(), err error) {
 	cred := c.Status.Credential
 	origin, err := contract.ParseOrigin(cred.TokenURL)
 	if err != nil {

@@ -72,7 +72,7 @@ func tokenEndpoint(t *testing.T, minted *atomic.Int32, expiresIn int) (string, *
 	return base + "/tenant-1/oauth2/v2.0/token", rc
 }
 
-func oauthContract(apiBase, tokenURL string) *pollwarden.Contract {
+func oauthContract(apiBase, tokenURL string) *pollwarden.ContractSpec {
 	c := testContract(apiBase)
 	c.Status.Credential = &pollwarden.Credential{Kind: pollwarden.CredentialOAuth2, Header: "Authorization", Scheme: "Bearer",
 		Ref: "env:CLIENT_SECRET", ClientID: "env:CLIENT_ID", TokenURL: tokenURL, Scopes: []string{"https://cognitiveservices.azure.com/.default"}}
@@ -80,7 +80,7 @@ func oauthContract(apiBase, tokenURL string) *pollwarden.Contract {
 }
 
 // noCanary fails when any canary is in what the prober hands back.
-func noCanary(t *testing.T, c *pollwarden.Contract, resp Response, canaries ...string) {
+func noCanary(t *testing.T, c *pollwarden.ContractSpec, resp Response, canaries ...string) {
 	t.Helper()
 	c.State.Path, c.State.Pending, c.Result.ErrorPath = "state", []string{"running"}, "error"
 	facts := resp.Facts(extractor(t, c))

@@ -18,7 +18,7 @@ import (
 // are written: a caller's tracestate (vendor data an agent sent with its
 // request) is dropped, and the credential is applied after, whatever this
 // wrote.
-func propagateTrace(ctx context.Context, c *pollwarden.Contract, rawURL string, h http.Header) {
+func propagateTrace(ctx context.Context, c *pollwarden.ContractSpec, rawURL string, h http.Header) {
 	if !c.Status.PropagateTrace || !contract.ProviderOrigin(c, rawURL) {
 		return
 	}

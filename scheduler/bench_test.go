@@ -43,7 +43,7 @@ func benchThroughput(b *testing.B, ops, concurrency int, sync string) {
 	ex := r.compile("bench", "")
 	// A contract of its own: always pending, 1 ms backoff, no budget to
 	// speak of.
-	c := *ex.Contract()
+	c := *ex.Spec()
 	c.Backoff.Base, c.Backoff.Max = time.Millisecond, time.Millisecond
 	c.Limits.Deadline, c.Limits.MaxStatusRequests = 100000*time.Hour, 1<<30
 	ex = mustCompile(b, &c)
@@ -76,7 +76,7 @@ func benchThroughput(b *testing.B, ops, concurrency int, sync string) {
 	b.ReportMetric(0, "ns/op")
 }
 
-func mustCompile(b testing.TB, c *pollwarden.Contract) *contract.Extractor {
+func mustCompile(b testing.TB, c *pollwarden.ContractSpec) *contract.Loaded {
 	b.Helper()
 	ex, err := contract.Compile(c)
 	if err != nil {

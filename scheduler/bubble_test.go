@@ -34,7 +34,7 @@ func inBubble(t *testing.T, f func(t *testing.T, r *rig)) {
 		go func() { _ = hs.Serve(ln) }()
 		tr := &http.Transport{DialContext: ln.dial, MaxIdleConnsPerHost: 64}
 		r := &rig{t: t, srv: srv, path: filepath.Join(t.TempDir(), "pw.db"),
-			set: &contracts{exs: map[string]*contract.Extractor{}}, clock: pollwarden.RealClock{}, base: tr}
+			set: &contracts{exs: map[string]*contract.Loaded{}}, clock: pollwarden.RealClock{}, base: tr}
 		t.Cleanup(func() {
 			tr.CloseIdleConnections()
 			_ = hs.Close()

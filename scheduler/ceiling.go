@@ -30,8 +30,8 @@ type ceiling struct {
 
 // ceiling returns ex's ceiling, following a reload that changed it; nil
 // when the contract sets none.
-func (l *loop) ceiling(ex *contract.Extractor) *ceiling {
-	ct := ex.Contract()
+func (l *loop) ceiling(ex *contract.Loaded) *ceiling {
+	ct := ex.Spec()
 	r := ct.Limits.MaxRequestsPerSecond
 	c := l.ceilings[ct.Name]
 	switch {

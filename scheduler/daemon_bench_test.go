@@ -126,7 +126,7 @@ type daemon struct {
 func newDaemon(b *testing.B, sync string, raw, spread time.Duration) *daemon {
 	r := newRig(b)
 	ex := r.compile("bench", "")
-	c := *ex.Contract()
+	c := *ex.Spec()
 	c.Backoff.Base, c.Backoff.Max = raw, raw
 	c.Limits.Deadline, c.Limits.MaxStatusRequests = 100000*time.Hour, 1<<30
 	ex = mustCompile(b, &c)
@@ -139,7 +139,7 @@ func newDaemon(b *testing.B, sync string, raw, spread time.Duration) *daemon {
 	for i := range daemonOps {
 		job := fmt.Sprintf("job-%05d", i)
 		r.srv.Script(job, fp.State("running", nil))
-		op, events, err := policy.NewOperation(ex.Contract(), policy.NewParams{ID: "op-" + job, ProviderJobID: job}, now)
+		op, events, err := policy.NewOperation(ex.Spec(), policy.NewParams{ID: "op-" + job, ProviderJobID: job}, now)
 		if err != nil {
 			b.Fatal(err)
 		}

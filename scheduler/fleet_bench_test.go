@@ -80,9 +80,9 @@ func pgStore(b testing.TB, schema string) *postgres.Store {
 
 // benchContract is the throughput benchmark's contract: always pending,
 // 1 ms backoff, no budget to speak of, added to the rig's set.
-func benchContract(b testing.TB, r *rig) *contract.Extractor {
+func benchContract(b testing.TB, r *rig) *contract.Loaded {
 	b.Helper()
-	c := *r.compile("bench", "").Contract()
+	c := *r.compile("bench", "").Spec()
 	c.Backoff.Base, c.Backoff.Max = time.Millisecond, time.Millisecond
 	c.Limits.Deadline, c.Limits.MaxStatusRequests = 100000*time.Hour, 1<<30
 	ex := mustCompile(b, &c)
@@ -92,7 +92,7 @@ func benchContract(b testing.TB, r *rig) *contract.Extractor {
 
 // submitOps creates ops never-ending operations in st (and scripts their
 // jobs as running on the rig's provider).
-func submitOps(b testing.TB, r *rig, st pollwarden.Store, ex *contract.Extractor, ops int) {
+func submitOps(b testing.TB, r *rig, st pollwarden.Store, ex *contract.Loaded, ops int) {
 	b.Helper()
 	setup := r.controller(st, "setup", nil)
 	for i := range ops {

@@ -41,20 +41,20 @@ limits: {deadline: 2m, max_status_requests: 5%s}
 // contracts is a reloadable set for tests: Put and Drop act as a reload.
 type contracts struct {
 	mu  sync.Mutex
-	exs map[string]*contract.Extractor
+	exs map[string]*contract.Loaded
 }
 
-func (c *contracts) Get(name string) (*contract.Extractor, bool) {
+func (c *contracts) Get(name string) (*contract.Loaded, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ex, ok := c.exs[name]
 	return ex, ok
 }
 
-func (c *contracts) Put(ex *contract.Extractor) {
+func (c *contracts) Put(ex *contract.Loaded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.exs[ex.Contract().Name] = ex
+	c.exs[ex.Spec().Name] = ex
 }
 
 func (c *contracts) Drop(name string) {
@@ -80,7 +80,7 @@ func newRig(t testing.TB) *rig {
 	srv := fp.New()
 	t.Cleanup(srv.Close)
 	path := filepath.Join(t.TempDir(), "pw.db")
-	r := &rig{t: t, srv: srv, path: path, set: &contracts{exs: map[string]*contract.Extractor{}},
+	r := &rig{t: t, srv: srv, path: path, set: &contracts{exs: map[string]*contract.Loaded{}},
 		clock: pollwarden.RealClock{}}
 	r.store = r.open(sqlite.Options{})
 	return r
@@ -100,7 +100,7 @@ func (r *rig) open(opts sqlite.Options) *sqlite.Store {
 
 // compile parses a contract for the rig's provider without adding it to
 // the set.
-func (r *rig) compile(name, limits string) *contract.Extractor {
+func (r *rig) compile(name, limits string) *contract.Loaded {
 	r.t.Helper()
 	c, err := contract.Parse([]byte(contractYAML(name, r.srv.URL(), limits)))
 	if err != nil {
@@ -114,7 +114,7 @@ func (r *rig) compile(name, limits string) *contract.Extractor {
 }
 
 // contract compiles and adds a contract to the set.
-func (r *rig) contract(name, limits string) *contract.Extractor {
+func (r *rig) contract(name, limits string) *contract.Loaded {
 	ex := r.compile(name, limits)
 	r.set.Put(ex)
 	return ex
@@ -128,7 +128,7 @@ func (r *rig) controller(st pollwarden.Store, owner string, onChange func(*pollw
 	})
 }
 
-func (r *rig) submit(ctl *controller.Controller, ex *contract.Extractor, id, job string) *pollwarden.Operation {
+func (r *rig) submit(ctl *controller.Controller, ex *contract.Loaded, id, job string) *pollwarden.Operation {
 	r.t.Helper()
 	op, err := ctl.Start(context.Background(), ex, policy.NewParams{ID: id, ProviderJobID: job})
 	if err != nil {

@@ -45,7 +45,7 @@ import (
 // that a reload (SIGHUP) takes effect at the next step. *contract.Set
 // implements it.
 type Contracts interface {
-	Get(name string) (*contract.Extractor, bool)
+	Get(name string) (*contract.Loaded, bool)
 }
 
 // Defaults for Options left at zero.
@@ -126,7 +126,7 @@ type Scheduler struct {
 	running atomic.Bool
 
 	// digests holds each loaded contract's section digests (by its
-	// *pollwarden.Contract, which a reload replaces), computed once, to
+	// *pollwarden.ContractSpec, which a reload replaces), computed once, to
 	// tell an operation created under another version of the file.
 	digests sync.Map
 
@@ -359,7 +359,7 @@ func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bo
 // step starts from the record as fetched (controller.StepFrom): the claim
 // reloads it under the lease anyway, so reading it again first would only
 // cost a read.
-func (s *Scheduler) step(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation, up policy.Uptime) {
+func (s *Scheduler) step(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, up policy.Uptime) {
 	start := s.clock.Now()
 	if s.observer != nil && !op.NextPollAt.IsZero() {
 		// Wall-clock difference, like the due times themselves.
@@ -446,15 +446,15 @@ func (s *Scheduler) logStepError(ctx context.Context, op *pollwarden.Operation, 
 // contracts were kept has nothing else to run under, and the difference
 // is returned, for it to be escalated rather than polled under a file it
 // was not created under.
-func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) (*pollwarden.Operation, *contract.Extractor, *policy.ContractChange) {
+func (s *Scheduler) contractChanged(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) (*pollwarden.Operation, *contract.Loaded, *policy.ContractChange) {
 	loaded := ex
 	if op.ContractFingerprint != "" {
 		var ok bool
-		if loaded, ok = s.contracts.Get(op.Contract); !ok || loaded.Contract().Name != op.Contract {
+		if loaded, ok = s.contracts.Get(op.Contract); !ok || loaded.Spec().Name != op.Contract {
 			return op, ex, nil
 		}
 	}
-	ct := loaded.Contract()
+	ct := loaded.Spec()
 	d, ok := s.digests.Load(ct)
 	if !ok {
 		d, _ = s.digests.LoadOrStore(ct, policy.ContractDigest(ct))

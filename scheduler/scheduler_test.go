@@ -593,7 +593,7 @@ func TestBusyIsNotSpread(t *testing.T) {
 			t.Errorf("op-%s, due an hour before the start: spread %q, %d requests; want spread once, then one request", j, got, r.srv.Count(j))
 		}
 	}
-	base := ex.Contract().Backoff.Base
+	base := ex.Spec().Backoff.Base
 	late := 0
 	for _, j := range jobs {
 		id := "op-" + j

@@ -13,7 +13,7 @@ import (
 // name is loaded here; for a record created before contracts were kept,
 // the loaded contract of its name. ok is false when there is neither; err
 // is a store that could not be read, for the caller to try again later.
-func (s *Scheduler) contractFor(ctx context.Context, op *pollwarden.Operation) (*contract.Extractor, bool, error) {
+func (s *Scheduler) contractFor(ctx context.Context, op *pollwarden.Operation) (*contract.Loaded, bool, error) {
 	ex, ok, err := s.ctl.Kept().Of(ctx, op)
 	if errors.Is(err, pollwarden.ErrInvalid) {
 		// The record names a contract its store does not hold (or holds

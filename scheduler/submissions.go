@@ -60,7 +60,7 @@ func (l *loop) sweepSubmissions(ctx context.Context, now time.Time) {
 }
 
 // stepSubmission runs one controller.StepSubmission and logs a takeover.
-func (s *Scheduler) stepSubmission(ctx context.Context, ex *contract.Extractor, op *pollwarden.Operation) {
+func (s *Scheduler) stepSubmission(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation) {
 	res, err := s.ctl.StepSubmission(ctx, ex, op)
 	if err == nil && res.Op != nil && (res.Sent || !res.Op.Phase.Submitting()) {
 		s.log.Warn("took over a submission left unanswered", "operation", op.ID, "contract", op.Contract,

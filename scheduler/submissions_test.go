@@ -32,7 +32,7 @@ func TestSchedulerTakesOverSubmissions(t *testing.T) {
 	r.set.Put(ex)
 	ctx := context.Background()
 	record := func(id string, age time.Duration, sent bool) {
-		op, events, err := policy.NewSubmission(ex.Contract(), policy.NewParams{ID: id}, []byte(`{"n":1}`), "", time.Now().Add(-age))
+		op, events, err := policy.NewSubmission(ex.Spec(), policy.NewParams{ID: id}, []byte(`{"n":1}`), "", time.Now().Add(-age))
 		if err != nil {
 			t.Fatal(err)
 		}

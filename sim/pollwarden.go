@@ -40,7 +40,7 @@ limits:
 
 // Contract returns the simulated operations' contract, parsed by the
 // project's own contract parser.
-func Contract() (*pollwarden.Contract, error) {
+func Contract() (*pollwarden.ContractSpec, error) {
 	c, err := contract.Parse([]byte(contractYAML))
 	if err != nil {
 		return nil, fmt.Errorf("sim contract: %w", err)
@@ -91,7 +91,7 @@ func (o *observations) of(a answer) *pollwarden.Observation {
 type realPolicy struct {
 	id   string
 	seed uint64
-	c    *pollwarden.Contract
+	c    *pollwarden.ContractSpec
 	obs  *observations
 	ops  []*pollwarden.Operation
 	rngs []rng

@@ -12,7 +12,7 @@ import (
 
 // answer claims id under c's key at now and saves the answer obs with
 // the key's lesson, as a controller does after a status request.
-func answer(t *testing.T, s pollwarden.Store, c *pollwarden.Contract, id string, status int, now time.Time) error {
+func answer(t *testing.T, s pollwarden.Store, c *pollwarden.ContractSpec, id string, status int, now time.Time) error {
 	t.Helper()
 	_, l, err := quotaClaim(t.Context(), s, c, id, "a", now)
 	if err != nil {
@@ -35,7 +35,7 @@ func answer(t *testing.T, s pollwarden.Store, c *pollwarden.Contract, id string,
 // openIncident fails five operations under c's key with a 503, one
 // second apart, each through another handle: the fifth save opens the
 // incident.
-func openIncident(t *testing.T, ss []pollwarden.Store, c *pollwarden.Contract) *pollwarden.Incident {
+func openIncident(t *testing.T, ss []pollwarden.Store, c *pollwarden.ContractSpec) *pollwarden.Incident {
 	t.Helper()
 	for i := range 5 {
 		create(t, ss[0], newOp(fmt.Sprintf("op-%d", i)))

@@ -59,15 +59,15 @@ func RunKeys(t *testing.T, open func(t *testing.T) (pollwarden.Store, func() pol
 }
 
 // quotaContract allows requests per per under the key env:SHARED.
-func quotaContract(requests int, per time.Duration) *pollwarden.Contract {
-	return &pollwarden.Contract{Name: "report-export", Backoff: pollwarden.Backoff{Base: time.Second, Max: time.Minute},
+func quotaContract(requests int, per time.Duration) *pollwarden.ContractSpec {
+	return &pollwarden.ContractSpec{Name: "report-export", Backoff: pollwarden.Backoff{Base: time.Second, Max: time.Minute},
 		Status: pollwarden.StatusCall{Credential: &pollwarden.Credential{Header: "Authorization", Ref: "env:SHARED"}},
 		Quota:  &pollwarden.QuotaSpec{Requests: requests, Per: per, Key: pollwarden.QuotaKeyCredential}}
 }
 
 // quotaClaim claims id at now, reserving a request under c's quota as a
 // controller does; a held claim records its wait (shared_quota).
-func quotaClaim(ctx context.Context, s pollwarden.Store, c *pollwarden.Contract, id, owner string, now time.Time) (*pollwarden.Operation, *pollwarden.Lease, error) {
+func quotaClaim(ctx context.Context, s pollwarden.Store, c *pollwarden.ContractSpec, id, owner string, now time.Time) (*pollwarden.Operation, *pollwarden.Lease, error) {
 	return s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: owner, Now: now, TTL: ttl,
 		Change: reserve(now, nil),
 		Quota: &pollwarden.QuotaTake{Key: pollwarden.QuotaKey(c),

@@ -65,7 +65,7 @@ func (s *seen) traceparent(t *testing.T, path string) string {
 // serves a result too.
 type actionRig struct {
 	ctl             *controller.Controller
-	ex              *contract.Extractor
+	ex              *contract.Loaded
 	spans           *tracetest.InMemoryExporter
 	provider, store *seen
 }

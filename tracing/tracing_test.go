@@ -33,7 +33,7 @@ type rig struct {
 	st    *sqlite.Store
 	tr    *tracing.Tracing
 	srv   *fp.Server
-	ex    *contract.Extractor
+	ex    *contract.Loaded
 	ctl   *controller.Controller
 	spans *tracetest.InMemoryExporter
 }
@@ -299,7 +299,7 @@ func TestExpiredDecisionIsASpan(t *testing.T) {
 	}
 	later := controller.New(controller.Options{Store: r.st, Clock: hoursLater(2 * time.Hour), Rand: rand.New(rand.NewPCG(3, 4)),
 		Prober: prober.New(prober.Options{Now: time.Now}), Tracer: r.tr.Tracer})
-	lookup := func(string) (*contract.Extractor, bool) { return r.ex, true }
+	lookup := func(string) (*contract.Loaded, bool) { return r.ex, true }
 	if _, err := later.DecisionTick(ctx, lookup); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // controller does: the fifth failing operation opens an incident.
 func (r *notifyRig) answerUnder(t *testing.T, op *pollwarden.Operation, status int) {
 	t.Helper()
-	c := &pollwarden.Contract{Name: "c", Backoff: pollwarden.Backoff{Base: time.Second, Max: time.Minute},
+	c := &pollwarden.ContractSpec{Name: "c", Backoff: pollwarden.Backoff{Base: time.Second, Max: time.Minute},
 		Status: pollwarden.StatusCall{Credential: &pollwarden.Credential{Header: "Authorization", Ref: "env:TOKEN"}}}
 	now := r.clk.Now()
 	obs := pollwarden.Observation{Status: status, ReceivedAt: now}

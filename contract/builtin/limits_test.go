@@ -19,7 +19,7 @@ func TestBuiltinBudgetOutlastsDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := ex.Contract()
+		c := ex.Spec()
 		var spent time.Duration
 		n := 0
 		for d := c.Backoff.Base; spent < c.Limits.Deadline; n++ {

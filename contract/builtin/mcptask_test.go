@@ -75,7 +75,7 @@ func TestMCPTaskSubmitAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := ex.Contract().Submit
+	s := ex.Spec().Submit
 	for _, name := range []string{"create_task_result", "ext_create_task_result"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "mcp-task", name+".json"))
 		if err != nil {

@@ -27,7 +27,7 @@ func TestBuiltinQuotas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := ex.Contract()
+		c := ex.Spec()
 		if c.Quota == nil || *c.Quota != tc.want || pollwarden.QuotaKey(c) != tc.key {
 			t.Errorf("%s: quota %+v under key %q; want %+v under %q", tc.name, c.Quota, pollwarden.QuotaKey(c), tc.want, tc.key)
 		}
@@ -42,7 +42,7 @@ func TestBuiltinQuotas(t *testing.T) {
 	// Anthropic's reset is RFC 3339: the remaining count is spread until it.
 	ex, _ := contract.Builtin("anthropic-message-batch")
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	f := contract.QuotaFacts(ex.Contract(), map[string]string{
+	f := contract.QuotaFacts(ex.Spec(), map[string]string{
 		"anthropic-ratelimit-requests-remaining": "49", "anthropic-ratelimit-requests-reset": "2026-05-01T12:00:30Z"}, now)
 	if !f.HasRemaining || f.Remaining != "49" || !f.HasReset || f.ResetIn != 30*time.Second {
 		t.Errorf("anthropic's quota headers read as %+v", f)

@@ -321,7 +321,7 @@ func TestEveryBuiltinIsCheckable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := ex.Contract()
+			c := ex.Spec()
 			if c.Name != in.Name || in.Description == "" {
 				t.Errorf("name %q, description %q", c.Name, in.Description)
 			}
@@ -339,7 +339,7 @@ func TestEveryBuiltinIsCheckable(t *testing.T) {
 	}
 }
 
-func credentialHeader(c *pollwarden.Contract) string {
+func credentialHeader(c *pollwarden.ContractSpec) string {
 	if c.Status.Credential == nil {
 		return "Authorization"
 	}

@@ -35,7 +35,7 @@ const resultsJSONL = `{"custom_id":"request-1","result":{"type":"succeeded"}}
 // succeededRig moves built-in name to base by base_url and waits, through
 // the real controller and SQLite store, until job's operation "op" has
 // succeeded.
-func succeededRig(t *testing.T, name, base, job string) (*controller.Controller, *contract.Extractor, *sqlite.Store) {
+func succeededRig(t *testing.T, name, base, job string) (*controller.Controller, *contract.Loaded, *sqlite.Store) {
 	t.Helper()
 	c, err := contract.Parse(fmt.Appendf(nil, "version: 1\nextends: %s\nname: %s\nbase_url: %q\n", name, name, base))
 	if err != nil {

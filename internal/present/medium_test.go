@@ -14,13 +14,13 @@ import (
 // escalatedRun is a github-actions-run operation stopped at its deadline
 // after a transport failure: its stored decision request and options are
 // what every medium shows.
-func escalatedRun(t *testing.T) (*pollwarden.Operation, *pollwarden.Contract) {
+func escalatedRun(t *testing.T) (*pollwarden.Operation, *pollwarden.ContractSpec) {
 	t.Helper()
 	ex, err := contract.Builtin("github-actions-run")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ex.Contract()
+	c := ex.Spec()
 	now := time.Date(2026, 4, 18, 11, 0, 0, 0, time.UTC)
 	at := now.Add(-time.Minute)
 	op := &pollwarden.Operation{ID: "op-1", Contract: c.Name, Vars: map[string]string{"owner": "acme", "repo": "api"},

@@ -19,7 +19,7 @@ func TestConsoleLinkUsesTheOperationsVars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ex.Contract()
+	c := ex.Spec()
 	op := &pollwarden.Operation{Vars: map[string]string{"owner": "acme", "repo": "api"}, ProviderJobID: "123"}
 	const want = "https://github.com/acme/api/actions/runs/123"
 	link, ok := present.ConsoleLink(c.Escalation.ConsoleURL, op)

@@ -102,7 +102,7 @@ func (p *taskPeer) admin(path string, into any) {
 // SQLite store at the real clock.
 type peerRun struct {
 	ctl   *controller.Controller
-	ex    *contract.Extractor
+	ex    *contract.Loaded
 	store *sqlite.Store
 }
 

@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Contract is the validated, plain-data form of one provider integration
+// ContractSpec is the validated, plain-data form of one provider integration
 // (the state table of R2 and everything around it). Package contract parses
-// and checks the YAML file; the decision core reads only this.
-type Contract struct {
+// and checks the YAML file into it and compiles it (contract.Loaded, whose
+// Spec it is); the decision core reads only this.
+type ContractSpec struct {
 	Version int
 	Name    string
 	Status  StatusCall
@@ -364,10 +365,16 @@ type Action struct {
 }
 
 // TerminalStates lists every state the contract treats as an end.
-func (c *Contract) TerminalStates() []string {
+func (c *ContractSpec) TerminalStates() []string {
 	var out []string
 	for _, s := range [][]string{c.State.Success, c.State.Failure, c.State.Cancelled, c.State.Expired} {
 		out = append(out, s...)
 	}
 	return out
 }
+
+// Contract is the former name of ContractSpec, kept so that an embedder's
+// code still builds.
+//
+// Deprecated: use ContractSpec.
+type Contract = ContractSpec
