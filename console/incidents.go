@@ -116,12 +116,8 @@ func (c *Console) showIncident(w http.ResponseWriter, r *http.Request, v viewer,
 // decideIncident applies an approver's answer to every operation the
 // incident holds, through the use case, then shows the incident again.
 func (c *Console) decideIncident(w http.ResponseWriter, r *http.Request) {
-	v, ok := c.postBy(w, r)
+	v, ok := c.approverPost(w, r)
 	if !ok {
-		return
-	}
-	if !v.Decide {
-		c.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s signed in with an %s token, which is read-only here: only an approver decides.", clean(v.Actor.Name), v.Actor.Role))
 		return
 	}
 	id := r.PathValue("id")

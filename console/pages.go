@@ -160,12 +160,8 @@ func (c *Console) cancelDocumented(op *pollwarden.Operation) bool {
 // console only shows its answer. Then it redirects to the page, which
 // shows the new phase.
 func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
-	v, ok := c.postBy(w, r)
+	v, ok := c.approverPost(w, r)
 	if !ok {
-		return
-	}
-	if !v.Decide {
-		c.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s signed in with an %s token, which is read-only here: only an approver decides.", clean(v.Actor.Name), v.Actor.Role))
 		return
 	}
 	id := r.PathValue("id")
@@ -204,4 +200,20 @@ func refusal(err error) (int, string) {
 		return http.StatusNotFound, "The operation is gone."
 	}
 	return http.StatusConflict, "Refused: " + p.Error()
+}
+
+// approverPost checks a decision form's session and CSRF token (postBy)
+// and that the viewer may decide (the table every use case asks, as the
+// buttons were drawn): every decision form, an operation's or an
+// incident's, answers a read-only viewer the same.
+func (c *Console) approverPost(w http.ResponseWriter, r *http.Request) (viewer, bool) {
+	v, ok := c.postBy(w, r)
+	if !ok {
+		return viewer{}, false
+	}
+	if !v.Decide {
+		c.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s signed in with an %s token, which is read-only here: only an approver decides.", clean(v.Actor.Name), v.Actor.Role))
+		return viewer{}, false
+	}
+	return v, true
 }
