@@ -97,28 +97,58 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Loaded, op *poll
 	}
 	// The claim runs the same checks on the record as reloaded under the
 	// lease (R22) and, when one request may go, reserves it (R11), in one
-	// transaction. gate keeps what the checks said when they refused.
-	var gate policy.GateResult
-	var reservation []pollwarden.Event
-	var held *quotaHeld
-	var watch bool // the key has failures or an incident: every answer counts
+	// transaction.
+	var plan ClaimPlan
 	claimCtx, claimSpan := c.startSpan(ctx, "pollwarden.claim", op.ID, op.Contract, trace.SpanKindInternal)
-	reserved, lease, err := c.store.OperationClaim(claimCtx, pollwarden.ClaimParams{
+	reserved, lease, err := c.store.OperationClaim(claimCtx, c.ClaimParams(ct, op, now, up, &plan))
+	endClaim(claimSpan, lease != nil, err)
+	return c.Claimed(ctx, ex, op, now, &plan, reserved, lease, err)
+}
+
+// ClaimPlan is what a step's claim decided, filled in by the Change and
+// Quota functions of the ClaimParams that made it and read by Claimed.
+// A store that claims several operations in one write (a take of due
+// work, a create with its first claim) runs the same functions, so each
+// operation's claim is decided by the same rules wherever it is written.
+type ClaimPlan struct {
+	// gate keeps what the checks said when they refused.
+	gate        policy.GateResult
+	reservation []pollwarden.Event
+	held        *quotaHeld
+	// watch: the key has failures or an incident, every answer counts.
+	watch bool
+}
+
+// ClaimParams is the claim of one step of op under ct at now: the same
+// checks on the record as reloaded under the lease (R22) and, when one
+// request may go, its reservation (R11), with the request taken from its
+// key's shared quota in the same write. What the functions decide is
+// kept in plan.
+func (c *Controller) ClaimParams(ct *pollwarden.ContractSpec, op *pollwarden.Operation, now time.Time, up policy.Uptime, plan *ClaimPlan) pollwarden.ClaimParams {
+	return pollwarden.ClaimParams{
 		OperationID: op.ID, Owner: c.owner, Now: now, TTL: c.leaseTTL(ct), Have: op,
 		Change: func(fresh *pollwarden.Operation) (*pollwarden.Operation, []pollwarden.Event) {
-			reservation = nil
-			if gate = policy.GateUp(fresh, ct, now, up); gate.Verdict != policy.Send {
+			plan.reservation = nil
+			if plan.gate = policy.GateUp(fresh, ct, now, up); plan.gate.Verdict != policy.Send {
 				return nil, nil
 			}
 			var next *pollwarden.Operation
-			next, reservation = policy.CountRequest(fresh, ct, now)
-			return next, reservation
+			next, plan.reservation = policy.CountRequest(fresh, ct, now)
+			return next, plan.reservation
 		},
 		// The request is taken from its key's shared quota in the same
 		// write; a held one records its wait instead (shared_quota).
-		Quota: watchIncidents(quotaTake(ct, now, true, &held), &watch),
-	})
-	endClaim(claimSpan, lease != nil, err)
+		Quota: watchIncidents(quotaTake(ct, now, true, &plan.held), &plan.watch),
+	}
+}
+
+// Claimed goes on from a claim made with ClaimParams(ct, op, now, ...,
+// plan) and its result (reserved, lease, err): a held lease or a held
+// quota waits, a refusal is settled without a lease, and a reservation is
+// sent, answered and recorded under the lease, which the last write
+// frees.
+func (c *Controller) Claimed(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, now time.Time, plan *ClaimPlan,
+	reserved *pollwarden.Operation, lease *pollwarden.Lease, err error) (StepResult, error) {
 	if errors.Is(err, pollwarden.ErrLeaseHeld) {
 		if c.observer != nil {
 			c.observer.LeaseConflict(op.ID)
@@ -128,18 +158,18 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Loaded, op *poll
 	if err != nil {
 		return StepResult{}, err
 	}
-	if lease == nil && held != nil && reserved != nil {
+	if lease == nil && plan.held != nil && reserved != nil {
 		// The key held the request: its wait is recorded, nothing sent.
-		c.changed(reserved, held.events)
+		c.changed(reserved, plan.held.events)
 		return StepResult{Op: reserved, Until: reserved.NextPollAt}, nil
 	}
 	if lease == nil {
 		// The reloaded record allows no request (another owner moved it
 		// on): handle it like the first check, without a lease.
-		res, _, err := c.settle(ctx, gate, now)
+		res, _, err := c.settle(ctx, plan.gate, now)
 		return res, err
 	}
-	c.changed(reserved, reservation)
+	c.changed(reserved, plan.reservation)
 	released := false
 	defer func() {
 		// Every path below ends with a save that releases the lease; if
@@ -149,7 +179,7 @@ func (c *Controller) stepOnce(ctx context.Context, ex *contract.Loaded, op *poll
 			_ = c.store.LeaseRelease(context.WithoutCancel(ctx), lease)
 		}
 	}()
-	return c.owned(ctx, ex, reserved, lease, &released, watch)
+	return c.owned(ctx, ex, reserved, lease, &released, plan.watch)
 }
 
 // owned is the part of a step done under the lease, from the reserved
