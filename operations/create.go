@@ -112,7 +112,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 		if p.Submit != nil {
 			op, err = s.ctl.SubmitNew(ctx, r.ex, r.np, r.body)
 		} else {
-			err = s.ctl.Create(ctx, r.ex, r.fresh, r.events)
+			err = s.createFirst(ctx, r)
 		}
 		switch {
 		case err == nil:
