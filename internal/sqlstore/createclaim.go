@@ -33,10 +33,6 @@ func (s *Store) OperationCreateClaim(ctx context.Context, p pollwarden.CreateCla
 	}
 	created := op.Clone()
 	created.Version = 1
-	createArgs, err := recordArgs(created)
-	if err != nil {
-		return nil, nil, s.fail(err, "create and claim %q", op.ID)
-	}
 	evs, err := prepareEvents(s.sealer, op.ID, p.Events)
 	if err != nil {
 		return nil, nil, s.fail(err, "create and claim %q", op.ID)
@@ -45,11 +41,16 @@ func (s *Store) OperationCreateClaim(ctx context.Context, p pollwarden.CreateCla
 	if err != nil {
 		return nil, nil, s.fail(err, "create and claim %q", op.ID)
 	}
-	var claimArgs []any
+	// The record is encoded once: as claimed, or (only when the claim
+	// takes nothing, or its key takes nothing) as created.
+	var claimArgs, createArgs []any
 	if decided.Op != nil {
-		if claimArgs, err = recordArgs(decided.Op); err != nil {
-			return nil, nil, s.fail(err, "create and claim %q", op.ID)
-		}
+		claimArgs, err = recordArgs(decided.Op)
+	} else {
+		createArgs, err = recordArgs(created)
+	}
+	if err != nil {
+		return nil, nil, s.fail(err, "create and claim %q", op.ID)
 	}
 	var cl Claim
 	held := false
@@ -81,6 +82,11 @@ func (s *Store) OperationCreateClaim(ctx context.Context, p pollwarden.CreateCla
 			case err != nil:
 				return err
 			case !ok:
+				if createArgs == nil {
+					if createArgs, err = recordArgs(created); err != nil {
+						return err
+					}
+				}
 				args = createArgs
 			case hc != nil:
 				cl, held, args = hc.Claim, true, hc.args
