@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/recordjson"
 )
 
 var _ pollwarden.Outbox = (*Store)(nil)
@@ -156,7 +156,10 @@ func (s *Store) chainDest(cs *Chain) []any {
 // recordArgs encodes op as it will be stored. The JSON record is the source
 // of truth on read; the columns copy it for queries.
 func recordArgs(op *pollwarden.Operation) ([]any, error) {
-	rec, err := json.Marshal(op)
+	// A record fits the stack buffer most of the time: the string made
+	// of it is then the encoding's only allocation.
+	var buf [2048]byte
+	rec, err := recordjson.AppendOperation(buf[:0], op)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode record: %v", pollwarden.ErrInvalid, err)
 	}
@@ -181,9 +184,10 @@ func heldBy(op *pollwarden.Operation) string {
 }
 
 // decodeRecord reads a stored record; the version column is authoritative.
+// The operation's strings may share rec's memory.
 func decodeRecord(version int64, rec string) (*pollwarden.Operation, error) {
 	op := new(pollwarden.Operation)
-	if err := json.Unmarshal([]byte(rec), op); err != nil {
+	if err := recordjson.DecodeOperation(rec, op); err != nil {
 		return nil, fmt.Errorf("decode stored record: %w", err)
 	}
 	op.Version = version
