@@ -44,7 +44,7 @@ func queueBehind(t *testing.T, s *sqlite.Store, fns ...func() error) []error {
 // their records; a save under a lease it does not hold is fenced out; and
 // the one audit chain over the groups is whole (R25).
 func TestGroupedClaimsAndSaves(t *testing.T) {
-	s := openTemp(t, sqlite.Options{})
+	s := openTemp(t, sqlite.NoLinger(sqlite.Options{}))
 	defer s.Close()
 	ctx := t.Context()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)

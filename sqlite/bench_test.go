@@ -82,6 +82,7 @@ func BenchmarkStep(b *testing.B) {
 			}
 			var next atomic.Int64
 			b.ResetTimer()
+			groups0, writes0 := s.WriteGroups()
 			cpu0 := processCPU(b)
 			var wg sync2.WaitGroup
 			for w := range inFlight {
@@ -121,8 +122,12 @@ func BenchmarkStep(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			cpu := processCPU(b) - cpu0
+			groups, writes := s.WriteGroups()
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/step")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			if groups > groups0 {
+				b.ReportMetric(float64(writes-writes0)/float64(groups-groups0), "writes/group")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}

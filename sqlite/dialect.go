@@ -15,7 +15,13 @@ import (
 // machine and a controller's fake clock must drive its leases too.
 type dialect struct{ s *Store }
 
-func (dialect) Syntax() sqlstore.Syntax { return sqlstore.SQLite() }
+func (d dialect) Syntax() sqlstore.Syntax {
+	x := sqlstore.SQLite()
+	if d.s.noLinger {
+		x.Linger = 0
+	}
+	return x
+}
 
 func (d dialect) Write(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	return d.s.write(ctx, func(tx *sql.Tx) error { return fn(querier{d.s.stmts, tx}) })

@@ -22,6 +22,13 @@ func HoldWrites(s *Store) (release func()) {
 	return func() { <-s.wslot }
 }
 
+// NoLinger returns o for a store whose groups never wait for more
+// writes: for tests that queue writes behind HoldWrites and count them.
+func NoLinger(o Options) Options {
+	o.noLinger = true
+	return o
+}
+
 // PendingWrites is how many writes wait for the writer slot: those
 // queued in the driver and the claims and saves the shared store holds for
 // its next group.

@@ -19,7 +19,7 @@ import (
 // own result, the failed writes leave no trace, and the audit chain over
 // the group is whole.
 func TestGroupCommitKeepsEachWriteItsOwn(t *testing.T) {
-	s := openTemp(t, sqlite.Options{})
+	s := openTemp(t, sqlite.NoLinger(sqlite.Options{}))
 	defer s.Close()
 	const n = 6
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -111,7 +111,7 @@ func TestGroupCommitKeepsEachWriteItsOwn(t *testing.T) {
 // holds the file's write lock commits once the lock is free (a busy
 // group falls back to each write on its own, retried).
 func TestGroupWaitsForAnotherProcess(t *testing.T) {
-	s := openTemp(t, sqlite.Options{BusyTimeout: 20 * time.Millisecond})
+	s := openTemp(t, sqlite.NoLinger(sqlite.Options{BusyTimeout: 20 * time.Millisecond}))
 	defer s.Close()
 	now := time.Now()
 	for i := range 4 {

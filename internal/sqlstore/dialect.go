@@ -133,6 +133,9 @@ type Syntax struct {
 	// multi-row statements where the transaction holds the database's one
 	// write lock (runGroupLocal).
 	GroupWrites bool
+	// Linger is how long after a group ended the next may wait for the
+	// writers of the ended one (see gather); zero for none.
+	Linger time.Duration
 	// EventArrays: a group's events are one INSERT of unnested arrays
 	// (PostgreSQL), not one multi-row INSERT per write: the statement
 	// runs while the chain head is held, and each statement costs the

@@ -45,7 +45,7 @@ func New(d Dialect, sealer audit.Sealer) *Store {
 		if !x.HeadRow {
 			slots = 1
 		}
-		s.g = newGrouper(slots)
+		s.g = newGrouper(slots, x.Linger)
 	}
 	return s
 }

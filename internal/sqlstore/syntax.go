@@ -12,6 +12,7 @@ func SQLite() Syntax {
 	return Syntax{
 		Name:         "sqlite",
 		GroupWrites:  true,
+		Linger:       localLinger,
 		LastState:    "coalesce(json_extract(record, '$.last_state'), '')",
 		CreatedOrder: "(SELECT coalesce(max(created_order), 0) + 1 FROM operations)",
 		Hints:        true,
