@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -210,6 +211,7 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 	s.mu.Unlock()
 	var paced time.Time
 	var blocked map[string]bool // contracts whose ceiling is reached, this walk
+	var starts []controller.StepStart
 	keep := l.cands[:0]
 	stop := len(l.cands) // index of the candidate the walk stopped at
 	notDue := false      // it stopped there because that one is not due yet
@@ -304,11 +306,11 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			break
 		}
 		l.steps.Add(1)
-		up := policy.Uptime{Since: l.upSince}
-		go func() {
-			defer l.steps.Done()
-			s.step(withCeiling(ctx, c), ex, op, up)
-		}()
+		starts = append(starts, controller.StepStart{Ctx: withCeiling(ctx, c), Ex: ex, Op: op, Up: policy.Uptime{Since: l.upSince}})
+	}
+	if len(starts) > 0 {
+		// The steps started by this walk claim together (stepMany).
+		go s.stepMany(ctx, l.steps, starts)
 	}
 	stopped := stop < len(l.cands) && !notDue
 	if len(keep) < stop { // something before the stop was dropped: close the gap

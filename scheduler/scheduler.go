@@ -355,27 +355,61 @@ func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bo
 	return h.until, true
 }
 
-// step runs one controller step and records what it asks for next. The
-// step starts from the record as fetched (controller.StepFrom): the claim
+// stepMany runs the steps one walk started (each counted in steps): their
+// claims are made together (controller.StepsFrom: one store write for
+// the lot where the store can), then each goes on in its own goroutine,
+// the last in this one. Each starts from the record as fetched: the claim
 // reloads it under the lease anyway, so reading it again first would only
-// cost a read.
-func (s *Scheduler) step(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, up policy.Uptime) {
+// cost a read. A step whose contract was edited since is handled alone
+// (contractChanged).
+func (s *Scheduler) stepMany(ctx context.Context, steps *sync.WaitGroup, starts []controller.StepStart) {
 	start := s.clock.Now()
-	if s.observer != nil && !op.NextPollAt.IsZero() {
-		// Wall-clock difference, like the due times themselves.
-		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
-	}
-	op, ex, changed := s.contractChanged(ctx, ex, op)
-	if changed != nil {
-		res, err := s.ctl.StepChangedContract(ctx, op, *changed)
-		if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
-			s.log.Warn("operation escalated: its contract was edited since it was created", "operation", op.ID,
-				"contract", op.Contract, "changes", strings.Join(changed.Changes, ", "))
+	batch := starts[:0]
+	for _, st := range starts {
+		if s.observer != nil && !st.Op.NextPollAt.IsZero() {
+			// Wall-clock difference, like the due times themselves.
+			s.observer.Lateness(max(0, start.Round(0).Sub(st.Op.NextPollAt.Round(0))))
 		}
-		s.stepEnded(ctx, op, res, err, s.clock.Now())
-		return
+		op, ex, changed := s.contractChanged(ctx, st.Ex, st.Op)
+		if changed != nil {
+			go func() {
+				defer steps.Done()
+				s.stepChanged(ctx, op, changed)
+			}()
+			continue
+		}
+		st.Op, st.Ex = op, ex
+		batch = append(batch, st)
 	}
-	res, err := s.ctl.StepFromUp(ctx, ex, op, up)
+	rests := s.ctl.StepsFrom(ctx, batch)
+	for i, rest := range rests {
+		op := batch[i].Op
+		run := func() {
+			defer steps.Done()
+			res, err := rest()
+			s.stepDone(ctx, op, start, res, err)
+		}
+		if i == len(rests)-1 {
+			run()
+		} else {
+			go run()
+		}
+	}
+}
+
+// stepChanged escalates, or lets through, an operation whose contract was
+// edited since it was created (controller.StepChangedContract).
+func (s *Scheduler) stepChanged(ctx context.Context, op *pollwarden.Operation, changed *policy.ContractChange) {
+	res, err := s.ctl.StepChangedContract(ctx, op, *changed)
+	if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
+		s.log.Warn("operation escalated: its contract was edited since it was created", "operation", op.ID,
+			"contract", op.Contract, "changes", strings.Join(changed.Changes, ", "))
+	}
+	s.stepEnded(ctx, op, res, err, s.clock.Now())
+}
+
+// stepDone logs a step begun at start and records what it asks for next.
+func (s *Scheduler) stepDone(ctx context.Context, op *pollwarden.Operation, start time.Time, res controller.StepResult, err error) {
 	now := s.clock.Now()
 	if err == nil && res.Op != nil {
 		s.log.Debug("step", "operation", op.ID, "contract", op.Contract, "phase", res.Op.Phase,
