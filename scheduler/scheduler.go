@@ -59,6 +59,9 @@ const (
 	// faster than that anyway, so the pace only bites when the provider
 	// answers fast and a backlog is waiting: when a burst would hurt.
 	DefaultCatchUpPerSlot = 4
+	// DefaultStartLinger: a walk waits at most this long for the slots
+	// of Options.StartTogether, a small part of a step's usual time.
+	DefaultStartLinger = 10 * time.Millisecond
 )
 
 // stallAfter is how much later than planned the loop may wake before it
@@ -89,6 +92,18 @@ type Options struct {
 	// "Scheduler"); its burst is a tenth of a second's worth. Default
 	// DefaultCatchUpPerSlot × Concurrency; negative turns pacing off.
 	CatchUpRate float64
+	// StartTogether is how many free slots a walk waits for before it
+	// starts steps while others are in flight (or as many as there is due
+	// work, and at most StartLinger): the steps it then starts claim in
+	// one store write (controller.StepsFrom), where one started on each
+	// step's end would claim alone. Default Concurrency/4; negative (or
+	// 1) starts each step as soon as a slot frees. See docs/decisions.md,
+	// "Store performance, sixth round: claims taken together".
+	StartTogether int
+	// StartLinger bounds how long a walk waits for StartTogether slots
+	// before it starts what it may (a slow provider can hold the other
+	// slots for a long time); default DefaultStartLinger.
+	StartLinger time.Duration
 	// Logger defaults to discarding. Each step is logged at debug level,
 	// a failed step at error level.
 	Logger *slog.Logger
@@ -118,6 +133,9 @@ type Scheduler struct {
 	batch        int
 	catchUpRate  float64
 	catchUpBurst int
+	// startTogether and startLinger: Options.StartTogether, StartLinger.
+	startTogether int
+	startLinger   time.Duration
 
 	// poke is rung (never blocking) when a step ends or Wake is called;
 	// the state that changed lives in the fields below.
@@ -182,17 +200,23 @@ func New(opts Options) *Scheduler {
 	if opts.CatchUpRate == 0 {
 		opts.CatchUpRate = DefaultCatchUpPerSlot * float64(opts.Concurrency)
 	}
+	if opts.StartTogether == 0 {
+		opts.StartTogether = opts.Concurrency / 4
+	}
+	if opts.StartLinger <= 0 {
+		opts.StartLinger = DefaultStartLinger
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Scheduler{
 		ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, clock: opts.Clock,
 		log: opts.Logger, observer: opts.Observer, concurrency: opts.Concurrency, poll: opts.Poll, batch: opts.Batch,
-		catchUpRate: opts.CatchUpRate,
-		poke:        make(chan struct{}, 1),
-		inflight:    map[string]struct{}{},
-		holds:       map[string]hold{},
-		ended:       map[string]struct{}{},
+		catchUpRate: opts.CatchUpRate, startTogether: max(1, opts.StartTogether), startLinger: opts.StartLinger,
+		poke:     make(chan struct{}, 1),
+		inflight: map[string]struct{}{},
+		holds:    map[string]hold{},
+		ended:    map[string]struct{}{},
 	}
 	if s.catchUpRate > 0 {
 		s.catchUpBurst = max(1, int(math.Ceil(s.catchUpRate/10)))
@@ -323,6 +347,14 @@ func (s *Scheduler) started(id string) bool {
 	}
 	s.inflight[id] = struct{}{}
 	return true
+}
+
+// slotsFree reports whether n more steps may start, or nothing is in
+// flight (no step's end would ring the loop).
+func (s *Scheduler) slotsFree(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) == 0 || len(s.inflight)+n <= s.concurrency
 }
 
 // slotFree reports whether another step may start.
