@@ -165,6 +165,15 @@ func benchFleet(b *testing.B, driver, sync string, replicas, ops, concurrency in
 	// database itself; not a PostgreSQL server's) per status request.
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/req")
 	b.ReportMetric(0, "ns/op")
+	// How the first replica's writes shared transactions: its groups of
+	// more than one write per request, and their size (Store.WriteGroups;
+	// a write committed alone is in neither).
+	type grouped interface{ WriteGroups() (int64, int64) }
+	if g, ok := stores[0].(grouped); ok {
+		groups, writes := g.WriteGroups()
+		b.ReportMetric(float64(writes)/float64(max(groups, 1)), "writes/group")
+		b.ReportMetric(float64(groups)/float64(n), "groups/req")
+	}
 }
 
 // BenchmarkClaimLatency: the time of one claim, as a scheduler makes it —

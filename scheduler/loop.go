@@ -310,7 +310,15 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			break
 		}
 		l.steps.Add(1)
-		starts = append(starts, controller.StepStart{Ctx: withCeiling(ctx, c), Ex: ex, Op: op, Up: policy.Uptime{Since: l.upSince}})
+		up := policy.Uptime{Since: l.upSince}
+		if s.startTogether > 1 {
+			starts = append(starts, controller.StepStart{Ctx: withCeiling(ctx, c), Ex: ex, Op: op, Up: up})
+			continue
+		}
+		go func() {
+			defer l.steps.Done()
+			s.step(withCeiling(ctx, c), ex, op, up)
+		}()
 	}
 	if len(starts) > 0 {
 		// The steps started by this walk claim together (stepMany).
@@ -355,7 +363,7 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 // at most startLinger from when a walk first waited (togetherFrom).
 func (l *loop) waitTogether(i int, now time.Time, started int) bool {
 	s := l.s
-	if started > 0 {
+	if started > 0 || s.startTogether <= 1 {
 		return false
 	}
 	if s.slotsFree(min(s.startTogether, l.dueFrom(i, now))) {

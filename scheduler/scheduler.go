@@ -92,13 +92,15 @@ type Options struct {
 	// "Scheduler"); its burst is a tenth of a second's worth. Default
 	// DefaultCatchUpPerSlot × Concurrency; negative turns pacing off.
 	CatchUpRate float64
-	// StartTogether is how many free slots a walk waits for before it
-	// starts steps while others are in flight (or as many as there is due
-	// work, and at most StartLinger): the steps it then starts claim in
-	// one store write (controller.StepsFrom), where one started on each
-	// step's end would claim alone. Default Concurrency/4; negative (or
-	// 1) starts each step as soon as a slot frees. See docs/decisions.md,
-	// "Store performance, sixth round: claims taken together".
+	// StartTogether, above one, makes the steps one walk starts claim in
+	// one store call (controller.StepsFrom, pollwarden.ManyClaimer) and a
+	// walk wait for that many free slots before it starts steps while
+	// others are in flight (or for as many as there is due work, and at
+	// most StartLinger), so that they are many. Zero (the default), one
+	// or negative: each step claims alone, started as soon as a slot
+	// frees. Measured, neither the batch nor the wait made the store's
+	// groups larger or a step cheaper (docs/decisions.md, "Store
+	// performance, sixth round: claims taken together").
 	StartTogether int
 	// StartLinger bounds how long a walk waits for StartTogether slots
 	// before it starts what it may (a slow provider can hold the other
@@ -199,9 +201,6 @@ func New(opts Options) *Scheduler {
 	}
 	if opts.CatchUpRate == 0 {
 		opts.CatchUpRate = DefaultCatchUpPerSlot * float64(opts.Concurrency)
-	}
-	if opts.StartTogether == 0 {
-		opts.StartTogether = opts.Concurrency / 4
 	}
 	if opts.StartLinger <= 0 {
 		opts.StartLinger = DefaultStartLinger
@@ -385,6 +384,25 @@ func (s *Scheduler) held(op *pollwarden.Operation, now time.Time) (time.Time, bo
 		return time.Time{}, false
 	}
 	return h.until, true
+}
+
+// step runs one controller step and records what it asks for next. The
+// step starts from the record as fetched (controller.StepFrom): the claim
+// reloads it under the lease anyway, so reading it again first would only
+// cost a read.
+func (s *Scheduler) step(ctx context.Context, ex *contract.Loaded, op *pollwarden.Operation, up policy.Uptime) {
+	start := s.clock.Now()
+	if s.observer != nil && !op.NextPollAt.IsZero() {
+		// Wall-clock difference, like the due times themselves.
+		s.observer.Lateness(max(0, start.Round(0).Sub(op.NextPollAt.Round(0))))
+	}
+	op, ex, changed := s.contractChanged(ctx, ex, op)
+	if changed != nil {
+		s.stepChanged(ctx, op, changed)
+		return
+	}
+	res, err := s.ctl.StepFromUp(ctx, ex, op, up)
+	s.stepDone(ctx, op, start, res, err)
 }
 
 // stepMany runs the steps one walk started (each counted in steps): their
