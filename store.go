@@ -48,6 +48,20 @@ type Store interface {
 	// written, no lease is taken, and OperationClaim returns the record as
 	// read and a nil lease.
 	OperationClaim(ctx context.Context, p ClaimParams) (*Operation, *Lease, error)
+	// OperationCreateClaim is OperationCreate (or, with p.Contract,
+	// OperationCreateUnder) followed by OperationClaim of the new record,
+	// in ONE write transaction: the record, its first events, the change
+	// p.Claim.Change makes to it (a step's reservation, R11), the lease
+	// (epoch 1) and the quota take commit together or not at all, so an
+	// API create that may poll at once costs one write before its request
+	// instead of two. Change and Quota mean what they mean for
+	// OperationClaim, with the record as created (Version 1) as the record
+	// read; p.Claim.Have is ignored. It returns what OperationClaim would:
+	// the saved record and the lease; a held quota's wait with a nil lease;
+	// or, when Change took nothing, the created record and a nil lease. It
+	// fails with ErrExists or ErrPruned, writing nothing, as a create does.
+	// On success p.Op.Version is 1 and p.Events are numbered.
+	OperationCreateClaim(ctx context.Context, p CreateClaimParams) (*Operation, *Lease, error)
 	// EventList returns an operation's events in order (by Seq), with Data
 	// decoded from the stored payload and Payload holding the stored bytes;
 	// none and no error for an unknown operation. It fails when a payload
@@ -176,6 +190,17 @@ type ClaimParams struct {
 	// on PostgreSQL, so replicas with skewed clocks share one timeline);
 	// the Until given to Held is moved onto the caller's clock.
 	Quota *QuotaTake
+}
+
+// CreateClaimParams is the input of OperationCreateClaim: the record to
+// create with its first events (and the contract it runs under, when
+// set), and the claim to make on it in the same write; Claim.OperationID
+// must be Op.ID.
+type CreateClaimParams struct {
+	Op       *Operation
+	Events   []Event
+	Contract *StoredContract
+	Claim    ClaimParams
 }
 
 // LeaseParams is the input of the drivers' LeaseAcquire, which takes a

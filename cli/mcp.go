@@ -112,7 +112,7 @@ func (env Env) serveMCP(ctx context.Context, st pollwarden.Store, set *contract.
 	ops := operations.New(operations.Options{Controller: ctl, Contracts: set, Clock: env.clock(), Changes: changes,
 		CredentialAvailable: env.credentialAvailable,
 		CredentialHint:      `in the environment of the pollwarden mcp server; add it to the "env" of this server in the MCP host's configuration and restart it`,
-		Logger:              log})
+		Logger:              log, FirstSteps: sched})
 	srv := pwmcp.NewServer(pwmcp.Options{Ops: ops, Owner: env.localOwner("mcp"), TraceIncoming: tr != nil, ProgressEvery: env.progress()})
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -222,7 +222,7 @@ func serve(ctx context.Context, env Env, ln net.Listener, st pollwarden.Store, s
 		CredentialAvailable: env.credentialAvailable,
 		CredentialHint:      "in the environment of pollwarden serve; set it there and restart the daemon (nothing was registered)",
 		CallbackSecret:      func(ref string) (string, error) { return prober.ResolveSecret(ref, env.Getenv, os.ReadFile) },
-		Logger:              log})
+		Logger:              log, FirstSteps: sched})
 	mcpHandler := pwmcp.NewHTTPHandler(pwmcp.NewServer(pwmcp.Options{Ops: ops, TraceIncoming: tr.Tracer != nil,
 		ProgressEvery: env.progress()}), tokens, log)
 	mux := http.NewServeMux()

@@ -94,16 +94,28 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 		return nil, false, err
 	}
 	// A create that loses the id to another request between its read and
-	// its write judges the record that request stored, once.
-	for range 2 {
-		existing, err := s.store.OperationGet(ctx, r.np.ID)
-		switch {
-		case errors.Is(err, pollwarden.ErrNotFound):
-		case err != nil:
-			return nil, false, err
-		default:
-			op, err := s.takenCreate(ctx, p, r, existing)
-			return op, false, err
+	// its write judges the record that request stored, once. A caller's
+	// own id is written first and read only when it is taken (writeFirst):
+	// a new id, the common case, then costs no read at all, and a taken
+	// one is judged on the read after the refused write, as a lost race
+	// is. A derived id is read first: a resume of it must not be judged
+	// by earlierOperation, which only a new operation passes.
+	writeFirst := p.OperationID != "" && p.Submit == nil
+	tries := 2
+	if writeFirst {
+		tries = 3
+	}
+	for i := range tries {
+		if i > 0 || !writeFirst {
+			existing, err := s.store.OperationGet(ctx, r.np.ID)
+			switch {
+			case errors.Is(err, pollwarden.ErrNotFound):
+			case err != nil:
+				return nil, false, err
+			default:
+				op, err := s.takenCreate(ctx, p, r, existing)
+				return op, false, err
+			}
 		}
 		if err := s.earlierOperation(ctx, p, r.np, r.ex.Spec()); err != nil {
 			return nil, false, err
@@ -112,7 +124,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (op *pollwarden.Op
 		if p.Submit != nil {
 			op, err = s.ctl.SubmitNew(ctx, r.ex, r.np, r.body)
 		} else {
-			err = s.ctl.Create(ctx, r.ex, r.fresh, r.events)
+			err = s.createFirst(ctx, r)
 		}
 		switch {
 		case err == nil:

@@ -52,6 +52,21 @@ type Options struct {
 	// judge retry_credential (default os.LookupEnv, os.ReadFile).
 	Getenv   func(string) (string, bool)
 	ReadFile func(string) ([]byte, error)
+	// FirstSteps, when set, runs the first step of an operation created
+	// due at once, claimed in the create's own write (createFirst); the
+	// scheduler is one. Without it the scheduler is told of the new
+	// record (the controller's OnChange) and steps it after its own claim.
+	FirstSteps FirstSteps
+}
+
+// FirstSteps runs creates' first steps within a concurrency limit
+// (scheduler.Scheduler): Reserve holds a slot for operation id (false
+// when none may be held: the create then takes the old path), Start runs
+// the step in it and frees it once the step ends, Cancel frees it unused.
+type FirstSteps interface {
+	Reserve(ex *contract.Loaded, id string) bool
+	Start(op *pollwarden.Operation, step func(context.Context) (controller.StepResult, error))
+	Cancel(id string)
 }
 
 // Service runs the use cases over one controller and its store; its

@@ -136,10 +136,12 @@ func newDaemon(b *testing.B, sync string, raw, spread time.Duration) *daemon {
 	setup := r.open(sqlite.Options{Synchronous: "NORMAL"})
 	now := time.Now()
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Computed once, as the daemon does per contract (not per operation).
+	digest := policy.ContractDigest(ex.Spec())
 	for i := range daemonOps {
 		job := fmt.Sprintf("job-%05d", i)
 		r.srv.Script(job, fp.State("running", nil))
-		op, events, err := policy.NewOperation(ex.Spec(), policy.NewParams{ID: "op-" + job, ProviderJobID: job}, now)
+		op, events, err := policy.NewOperation(ex.Spec(), policy.NewParams{ID: "op-" + job, ProviderJobID: job, ContractDigest: digest}, now)
 		if err != nil {
 			b.Fatal(err)
 		}

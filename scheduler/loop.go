@@ -302,7 +302,7 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			}
 			l.catchUpN++
 		}
-		if !s.started(op.ID) { // cannot happen: only this loop starts steps
+		if !s.started(op.ID) { // a create's first step (Reserve) took the last slot
 			if reserved != nil {
 				reserved.CancelAt(now)
 			}
@@ -345,6 +345,9 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 		l.dueAt, next = now, now
 	}
 	l.stopped = stopped
+	s.mu.Lock()
+	s.walkStopped = stopped
+	s.mu.Unlock()
 	switch {
 	case !paced.IsZero():
 		next = paced

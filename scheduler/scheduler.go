@@ -174,6 +174,13 @@ type Scheduler struct {
 	// operation whose step ended since the last read, Changed wakes the
 	// loop to read the store.
 	arrivals []*pollwarden.Operation
+	// Handed-over first steps (handoff.go): runCtx is Run's context,
+	// accepting is true while Run runs, walkStopped while the last walk
+	// left due work waiting for a slot; handed counts the steps running.
+	runCtx      context.Context
+	accepting   bool
+	walkStopped bool
+	handed      sync.WaitGroup
 }
 
 type hold struct {
@@ -234,6 +241,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	defer s.running.Store(false)
 	var steps sync.WaitGroup
+	s.accept(ctx)
 	l := newLoop(s, &steps)
 	now := s.clock.Now()
 	l.upSince = now.Round(0)
@@ -244,9 +252,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	n := len(s.inflight)
+	s.accepting = false
 	s.mu.Unlock()
 	s.log.Info("scheduler stopping", "steps_in_flight", n)
 	steps.Wait()
+	s.handed.Wait()
 	s.log.Info("scheduler stopped")
 	return nil
 }

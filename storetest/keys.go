@@ -35,6 +35,7 @@ func RunKeys(t *testing.T, open func(t *testing.T) (pollwarden.Store, func() pol
 		fn   func(*testing.T, []pollwarden.Store)
 	}{
 		{"HeldClaimReservesNothing", testKeyHeldClaim},
+		{"CreateClaimTakesFromTheKey", testKeyCreateClaim},
 		{"AnswerHoldsTheKey", testKeyNoteInSave},
 		{"RefusedSaveTeachesNothing", testKeyNoteRefusedSave},
 		{"QuotaSharedAcrossHandles", testKeyShared},

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/pollwarden/pollwarden"
 	"github.com/pollwarden/pollwarden/audit"
+	"github.com/pollwarden/pollwarden/internal/recordjson"
 )
 
 var _ pollwarden.Outbox = (*Store)(nil)
@@ -79,6 +79,9 @@ const leaseCols = "lease_owner, lease_epoch, lease_expires_at"
 // queries are the statements every write runs, built once per dialect.
 type queries struct {
 	insert string
+	// insertLeased is insert that also writes the lease columns: a create
+	// with its first claim (OperationCreateClaim).
+	insertLeased string
 	// up are the UPDATEs of saves and claims (see indexedCols).
 	up updates
 	// save and saveChain read what a save checks (and, with events,
@@ -90,15 +93,21 @@ type queries struct {
 	groupSave, groupSaveChain, groupClaim string
 }
 
+// insertQuery inserts an operation's row with its record columns and
+// extra columns (their placeholders in extraVals), unless the id is taken.
+func insertQuery(x Syntax, extraCols, extraVals string) string {
+	cols, vals := "id, ", "?"
+	if x.CreatedOrder != "" {
+		cols, vals = "id, created_order, ", "?, "+x.CreatedOrder
+	}
+	return "INSERT INTO operations (" + cols + strings.Join(recordCols, ", ") + extraCols + ") VALUES (" + vals +
+		strings.Repeat(", ?", len(recordCols)) + extraVals + ") ON CONFLICT (id) DO NOTHING"
+}
+
 func buildQueries(x Syntax) queries {
 	var q queries
-	if x.CreatedOrder != "" {
-		q.insert = "INSERT INTO operations (id, created_order, " + strings.Join(recordCols, ", ") + ") VALUES (?, " +
-			x.CreatedOrder + strings.Repeat(", ?", len(recordCols)) + ") ON CONFLICT (id) DO NOTHING"
-	} else {
-		q.insert = "INSERT INTO operations (id, " + strings.Join(recordCols, ", ") + ") VALUES (?" +
-			strings.Repeat(", ?", len(recordCols)) + ") ON CONFLICT (id) DO NOTHING"
-	}
+	q.insert = insertQuery(x, "", "")
+	q.insertLeased = insertQuery(x, ", "+leaseCols, ", ?, ?, ?")
 	q.up = buildUpdates()
 	chain := seqCol
 	if !x.HeadRow {
@@ -147,7 +156,10 @@ func (s *Store) chainDest(cs *Chain) []any {
 // recordArgs encodes op as it will be stored. The JSON record is the source
 // of truth on read; the columns copy it for queries.
 func recordArgs(op *pollwarden.Operation) ([]any, error) {
-	rec, err := json.Marshal(op)
+	// A record fits the stack buffer most of the time: the string made
+	// of it is then the encoding's only allocation.
+	var buf [2048]byte
+	rec, err := recordjson.AppendOperation(buf[:0], op)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode record: %v", pollwarden.ErrInvalid, err)
 	}
@@ -172,9 +184,10 @@ func heldBy(op *pollwarden.Operation) string {
 }
 
 // decodeRecord reads a stored record; the version column is authoritative.
+// The operation's strings may share rec's memory.
 func decodeRecord(version int64, rec string) (*pollwarden.Operation, error) {
 	op := new(pollwarden.Operation)
-	if err := json.Unmarshal([]byte(rec), op); err != nil {
+	if err := recordjson.DecodeOperation(rec, op); err != nil {
 		return nil, fmt.Errorf("decode stored record: %w", err)
 	}
 	op.Version = version
@@ -251,23 +264,9 @@ func (s *Store) create(ctx context.Context, op *pollwarden.Operation, events []p
 				return err
 			}
 		}
-		var cs Chain
-		switch {
-		case len(evs) > 0 && !s.x.HeadRow:
-			// The head and the operation's last seq in one statement:
-			// statements are what a SQLite write costs.
-			if err := tx.QueryRow(ctx, createChainQuery, op.ID).Scan(&cs.Pos, &cs.Hash, &cs.Seq); err != nil {
-				return err
-			}
-		default:
-			if err := tx.QueryRow(ctx, createSeqQuery, op.ID).Scan(&cs.Seq); err != nil {
-				return err
-			}
-		}
-		if cs.Seq > 0 {
-			// A pruned operation's id stays taken: its trail is still in
-			// the chain, and a new owner must not read it as its own.
-			return pollwarden.ErrPruned
+		cs, err := s.createdChain(ctx, tx, op.ID, len(evs) > 0)
+		if err != nil {
+			return err
 		}
 		return s.appendEvents(ctx, tx, op.ID, cs, evs)
 	})
@@ -277,6 +276,28 @@ func (s *Store) create(ctx context.Context, op *pollwarden.Operation, events []p
 	op.Version = 1
 	publishEvents(events, evs)
 	return nil
+}
+
+// createdChain reads where a created operation's events go (the head
+// too when events are appended where the head has no row of its own),
+// and fails with ErrPruned when the id is a pruned operation's.
+func (s *Store) createdChain(ctx context.Context, tx Querier, id string, events bool) (Chain, error) {
+	var cs Chain
+	if events && !s.x.HeadRow {
+		// The head and the operation's last seq in one statement:
+		// statements are what a SQLite write costs.
+		if err := tx.QueryRow(ctx, createChainQuery, id).Scan(&cs.Pos, &cs.Hash, &cs.Seq); err != nil {
+			return cs, err
+		}
+	} else if err := tx.QueryRow(ctx, createSeqQuery, id).Scan(&cs.Seq); err != nil {
+		return cs, err
+	}
+	if cs.Seq > 0 {
+		// A pruned operation's id stays taken: its trail is still in
+		// the chain, and a new owner must not read it as its own.
+		return cs, pollwarden.ErrPruned
+	}
+	return cs, nil
 }
 
 // createSeqQuery reads the last seq of a created operation's events: any
