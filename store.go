@@ -247,3 +247,27 @@ type PruneResult struct {
 	Operations int64
 	Events     int64
 }
+
+// ManyClaimer is a Store that claims several operations in one write: a
+// scheduler that starts many steps at once claims them together, so their
+// leases, reservations, quota and events cost one transaction (one commit,
+// one lock of the chain head) instead of one each. Both SQL drivers
+// implement it; a caller falls back to OperationClaim without it.
+type ManyClaimer interface {
+	// OperationClaimMany makes each claim of ps exactly as OperationClaim
+	// would (the same checks, Change and Quota), in as few transactions
+	// as the driver can (one for up to 64 operations), and returns each
+	// one's result at its index. A claim refused on its own (its lease
+	// held, its row being written by another transaction, its change
+	// invalid) fails alone and writes nothing; the others still commit.
+	// Claims of one operation given twice are made one after the other.
+	OperationClaimMany(ctx context.Context, ps []ClaimParams) []ClaimResult
+}
+
+// ClaimResult is one claim's result in OperationClaimMany: what
+// OperationClaim would have returned.
+type ClaimResult struct {
+	Op    *Operation
+	Lease *Lease
+	Err   error
+}

@@ -118,9 +118,17 @@ func BenchmarkFleetThroughput(b *testing.B) {
 	b.Run("sqlite/synchronous=NORMAL", func(b *testing.B) { benchFleet(b, "sqlite", "NORMAL", 1, ops, concurrency) })
 	b.Run("postgres/replicas=1", func(b *testing.B) { benchFleet(b, "postgres", "", 1, ops, concurrency) })
 	b.Run("postgres/replicas=3", func(b *testing.B) { benchFleet(b, "postgres", "", 3, ops, concurrency) })
+	// Steps claiming together (scheduler.Options.StartTogether), against
+	// the rows above with each step claiming alone.
+	b.Run("sqlite/synchronous=FULL/together=8", func(b *testing.B) { benchFleetWith(b, "sqlite", "FULL", 1, ops, concurrency, 8) })
+	b.Run("postgres/replicas=1/together=8", func(b *testing.B) { benchFleetWith(b, "postgres", "", 1, ops, concurrency, 8) })
 }
 
 func benchFleet(b *testing.B, driver, sync string, replicas, ops, concurrency int) {
+	benchFleetWith(b, driver, sync, replicas, ops, concurrency, 0)
+}
+
+func benchFleetWith(b *testing.B, driver, sync string, replicas, ops, concurrency, together int) {
 	r := newRig(b)
 	ex := benchContract(b, r)
 	stores := make([]pollwarden.Store, replicas)
@@ -141,7 +149,7 @@ func benchFleet(b *testing.B, driver, sync string, replicas, ops, concurrency in
 	for i, st := range stores {
 		ctl := r.controller(st, fmt.Sprintf("replica-%d", i), nil)
 		scheds[i] = scheduler.New(scheduler.Options{Controller: ctl, Store: st, Contracts: r.set, Clock: r.clock,
-			Concurrency: concurrency, CatchUpRate: -1})
+			Concurrency: concurrency, CatchUpRate: -1, StartTogether: together})
 	}
 	b.ResetTimer()
 	cpu0 := processCPU(b)
@@ -165,6 +173,15 @@ func benchFleet(b *testing.B, driver, sync string, replicas, ops, concurrency in
 	// database itself; not a PostgreSQL server's) per status request.
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/req")
 	b.ReportMetric(0, "ns/op")
+	// How the first replica's writes shared transactions: its groups of
+	// more than one write per request, and their size (Store.WriteGroups;
+	// a write committed alone is in neither).
+	type grouped interface{ WriteGroups() (int64, int64) }
+	if g, ok := stores[0].(grouped); ok {
+		groups, writes := g.WriteGroups()
+		b.ReportMetric(float64(writes)/float64(max(groups, 1)), "writes/group")
+		b.ReportMetric(float64(groups)/float64(n), "groups/req")
+	}
 }
 
 // BenchmarkClaimLatency: the time of one claim, as a scheduler makes it —

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pollwarden/pollwarden"
+	"github.com/pollwarden/pollwarden/controller"
 	"github.com/pollwarden/pollwarden/policy"
 )
 
@@ -72,6 +73,10 @@ type loop struct {
 	catchUpFrom  time.Time
 	catchUpDelay bool // pacing held a start back in this episode
 	catchUpN     int  // backlog steps started in this episode
+
+	// togetherFrom is when walks began waiting for free slots to start
+	// steps together (waitTogether); zero while none waits.
+	togetherFrom time.Time
 }
 
 func newLoop(s *Scheduler, steps *sync.WaitGroup) *loop {
@@ -210,6 +215,7 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 	s.mu.Unlock()
 	var paced time.Time
 	var blocked map[string]bool // contracts whose ceiling is reached, this walk
+	var starts []controller.StepStart
 	keep := l.cands[:0]
 	stop := len(l.cands) // index of the candidate the walk stopped at
 	notDue := false      // it stopped there because that one is not due yet
@@ -258,7 +264,7 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 			l.passed[op.ID] = struct{}{}
 			continue
 		}
-		if !s.slotFree() {
+		if !s.slotFree() || l.waitTogether(i, now, len(starts)) {
 			stop = i // a step's end rings the loop
 			break
 		}
@@ -305,10 +311,18 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 		}
 		l.steps.Add(1)
 		up := policy.Uptime{Since: l.upSince}
+		if s.startTogether > 1 {
+			starts = append(starts, controller.StepStart{Ctx: withCeiling(ctx, c), Ex: ex, Op: op, Up: up})
+			continue
+		}
 		go func() {
 			defer l.steps.Done()
 			s.step(withCeiling(ctx, c), ex, op, up)
 		}()
+	}
+	if len(starts) > 0 {
+		// The steps started by this walk claim together (stepMany).
+		go s.stepMany(ctx, l.steps, starts)
 	}
 	stopped := stop < len(l.cands) && !notDue
 	if len(keep) < stop { // something before the stop was dropped: close the gap
@@ -340,7 +354,45 @@ func (l *loop) walk(ctx context.Context, now time.Time) time.Time {
 	case stopped:
 		next = l.freshUntil
 	}
+	if !l.togetherFrom.IsZero() {
+		next = earlier(next, l.togetherFrom.Add(s.startLinger))
+	}
 	return earlier(next, l.freshUntil)
+}
+
+// waitTogether reports whether the walk, about to start candidate i
+// with started steps started so far, waits instead for more free slots:
+// only before its first start, while other steps are in flight, and for
+// at most startLinger from when a walk first waited (togetherFrom).
+func (l *loop) waitTogether(i int, now time.Time, started int) bool {
+	s := l.s
+	if started > 0 || s.startTogether <= 1 {
+		return false
+	}
+	if s.slotsFree(min(s.startTogether, l.dueFrom(i, now))) {
+		l.togetherFrom = time.Time{}
+		return false
+	}
+	if l.togetherFrom.IsZero() {
+		l.togetherFrom = now
+	}
+	if now.Before(l.togetherFrom.Add(s.startLinger)) {
+		return true
+	}
+	l.togetherFrom = time.Time{}
+	return false
+}
+
+// dueFrom is how many candidates from index i on are due at now (the
+// candidates are in due order).
+func (l *loop) dueFrom(i int, now time.Time) int {
+	n, _ := slices.BinarySearchFunc(l.cands[i:], now, func(c *pollwarden.Operation, t time.Time) int {
+		if c.NextPollAt.After(t) {
+			return 1
+		}
+		return -1
+	})
+	return n
 }
 
 func (l *loop) noContract(op *pollwarden.Operation) {

@@ -59,6 +59,9 @@ const (
 	// faster than that anyway, so the pace only bites when the provider
 	// answers fast and a backlog is waiting: when a burst would hurt.
 	DefaultCatchUpPerSlot = 4
+	// DefaultStartLinger: a walk waits at most this long for the slots
+	// of Options.StartTogether, a small part of a step's usual time.
+	DefaultStartLinger = 10 * time.Millisecond
 )
 
 // stallAfter is how much later than planned the loop may wake before it
@@ -89,6 +92,20 @@ type Options struct {
 	// "Scheduler"); its burst is a tenth of a second's worth. Default
 	// DefaultCatchUpPerSlot × Concurrency; negative turns pacing off.
 	CatchUpRate float64
+	// StartTogether, above one, makes the steps one walk starts claim in
+	// one store call (controller.StepsFrom, pollwarden.ManyClaimer) and a
+	// walk wait for that many free slots before it starts steps while
+	// others are in flight (or for as many as there is due work, and at
+	// most StartLinger), so that they are many. Zero (the default), one
+	// or negative: each step claims alone, started as soon as a slot
+	// frees. Measured, neither the batch nor the wait made the store's
+	// groups larger or a step cheaper (docs/decisions.md, "Store
+	// performance, sixth round: claims taken together").
+	StartTogether int
+	// StartLinger bounds how long a walk waits for StartTogether slots
+	// before it starts what it may (a slow provider can hold the other
+	// slots for a long time); default DefaultStartLinger.
+	StartLinger time.Duration
 	// Logger defaults to discarding. Each step is logged at debug level,
 	// a failed step at error level.
 	Logger *slog.Logger
@@ -118,6 +135,9 @@ type Scheduler struct {
 	batch        int
 	catchUpRate  float64
 	catchUpBurst int
+	// startTogether and startLinger: Options.StartTogether, StartLinger.
+	startTogether int
+	startLinger   time.Duration
 
 	// poke is rung (never blocking) when a step ends or Wake is called;
 	// the state that changed lives in the fields below.
@@ -189,17 +209,20 @@ func New(opts Options) *Scheduler {
 	if opts.CatchUpRate == 0 {
 		opts.CatchUpRate = DefaultCatchUpPerSlot * float64(opts.Concurrency)
 	}
+	if opts.StartLinger <= 0 {
+		opts.StartLinger = DefaultStartLinger
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Scheduler{
 		ctl: opts.Controller, store: opts.Store, contracts: opts.Contracts, clock: opts.Clock,
 		log: opts.Logger, observer: opts.Observer, concurrency: opts.Concurrency, poll: opts.Poll, batch: opts.Batch,
-		catchUpRate: opts.CatchUpRate,
-		poke:        make(chan struct{}, 1),
-		inflight:    map[string]struct{}{},
-		holds:       map[string]hold{},
-		ended:       map[string]struct{}{},
+		catchUpRate: opts.CatchUpRate, startTogether: max(1, opts.StartTogether), startLinger: opts.StartLinger,
+		poke:     make(chan struct{}, 1),
+		inflight: map[string]struct{}{},
+		holds:    map[string]hold{},
+		ended:    map[string]struct{}{},
 	}
 	if s.catchUpRate > 0 {
 		s.catchUpBurst = max(1, int(math.Ceil(s.catchUpRate/10)))
@@ -335,6 +358,14 @@ func (s *Scheduler) started(id string) bool {
 	return true
 }
 
+// slotsFree reports whether n more steps may start, or nothing is in
+// flight (no step's end would ring the loop).
+func (s *Scheduler) slotsFree(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) == 0 || len(s.inflight)+n <= s.concurrency
+}
+
 // slotFree reports whether another step may start.
 func (s *Scheduler) slotFree() bool {
 	s.mu.Lock()
@@ -377,15 +408,68 @@ func (s *Scheduler) step(ctx context.Context, ex *contract.Loaded, op *pollwarde
 	}
 	op, ex, changed := s.contractChanged(ctx, ex, op)
 	if changed != nil {
-		res, err := s.ctl.StepChangedContract(ctx, op, *changed)
-		if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
-			s.log.Warn("operation escalated: its contract was edited since it was created", "operation", op.ID,
-				"contract", op.Contract, "changes", strings.Join(changed.Changes, ", "))
-		}
-		s.stepEnded(ctx, op, res, err, s.clock.Now())
+		s.stepChanged(ctx, op, changed)
 		return
 	}
 	res, err := s.ctl.StepFromUp(ctx, ex, op, up)
+	s.stepDone(ctx, op, start, res, err)
+}
+
+// stepMany runs the steps one walk started (each counted in steps): their
+// claims are made together (controller.StepsFrom: one store write for
+// the lot where the store can), then each goes on in its own goroutine,
+// the last in this one. Each starts from the record as fetched: the claim
+// reloads it under the lease anyway, so reading it again first would only
+// cost a read. A step whose contract was edited since is handled alone
+// (contractChanged).
+func (s *Scheduler) stepMany(ctx context.Context, steps *sync.WaitGroup, starts []controller.StepStart) {
+	start := s.clock.Now()
+	batch := starts[:0]
+	for _, st := range starts {
+		if s.observer != nil && !st.Op.NextPollAt.IsZero() {
+			// Wall-clock difference, like the due times themselves.
+			s.observer.Lateness(max(0, start.Round(0).Sub(st.Op.NextPollAt.Round(0))))
+		}
+		op, ex, changed := s.contractChanged(ctx, st.Ex, st.Op)
+		if changed != nil {
+			go func() {
+				defer steps.Done()
+				s.stepChanged(ctx, op, changed)
+			}()
+			continue
+		}
+		st.Op, st.Ex = op, ex
+		batch = append(batch, st)
+	}
+	rests := s.ctl.StepsFrom(ctx, batch)
+	for i, rest := range rests {
+		op := batch[i].Op
+		run := func() {
+			defer steps.Done()
+			res, err := rest()
+			s.stepDone(ctx, op, start, res, err)
+		}
+		if i == len(rests)-1 {
+			run()
+		} else {
+			go run()
+		}
+	}
+}
+
+// stepChanged escalates, or lets through, an operation whose contract was
+// edited since it was created (controller.StepChangedContract).
+func (s *Scheduler) stepChanged(ctx context.Context, op *pollwarden.Operation, changed *policy.ContractChange) {
+	res, err := s.ctl.StepChangedContract(ctx, op, *changed)
+	if err == nil && res.Op != nil && res.Op.Phase.AwaitsDecision() {
+		s.log.Warn("operation escalated: its contract was edited since it was created", "operation", op.ID,
+			"contract", op.Contract, "changes", strings.Join(changed.Changes, ", "))
+	}
+	s.stepEnded(ctx, op, res, err, s.clock.Now())
+}
+
+// stepDone logs a step begun at start and records what it asks for next.
+func (s *Scheduler) stepDone(ctx context.Context, op *pollwarden.Operation, start time.Time, res controller.StepResult, err error) {
 	now := s.clock.Now()
 	if err == nil && res.Op != nil {
 		s.log.Debug("step", "operation", op.ID, "contract", op.Contract, "phase", res.Op.Phase,

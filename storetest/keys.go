@@ -40,6 +40,7 @@ func RunKeys(t *testing.T, open func(t *testing.T) (pollwarden.Store, func() pol
 		{"RefusedSaveTeachesNothing", testKeyNoteRefusedSave},
 		{"QuotaSharedAcrossHandles", testKeyShared},
 		{"ListAndGet", testKeyListGet},
+		{"ClaimManyTakesQuotaInTurn", testKeyClaimMany},
 		{"IncidentOpensWithTheSave", testIncidentOpensWithTheSave},
 		{"IncidentClosedByTheProbe", testIncidentClosedByTheProbe},
 		{"IncidentDecide", testIncidentDecide},
@@ -69,7 +70,12 @@ func quotaContract(requests int, per time.Duration) *pollwarden.ContractSpec {
 // quotaClaim claims id at now, reserving a request under c's quota as a
 // controller does; a held claim records its wait (shared_quota).
 func quotaClaim(ctx context.Context, s pollwarden.Store, c *pollwarden.ContractSpec, id, owner string, now time.Time) (*pollwarden.Operation, *pollwarden.Lease, error) {
-	return s.OperationClaim(ctx, pollwarden.ClaimParams{OperationID: id, Owner: owner, Now: now, TTL: ttl,
+	return s.OperationClaim(ctx, quotaParams(c, id, owner, now))
+}
+
+// quotaParams are quotaClaim's claim.
+func quotaParams(c *pollwarden.ContractSpec, id, owner string, now time.Time) pollwarden.ClaimParams {
+	return pollwarden.ClaimParams{OperationID: id, Owner: owner, Now: now, TTL: ttl,
 		Change: reserve(now, nil),
 		Quota: &pollwarden.QuotaTake{Key: pollwarden.QuotaKey(c),
 			Grant: func(ks *pollwarden.KeyState, op *pollwarden.Operation, now time.Time) (*pollwarden.KeyState, pollwarden.KeyGrant) {
@@ -80,7 +86,7 @@ func quotaClaim(ctx context.Context, s pollwarden.Store, c *pollwarden.ContractS
 				until := g.Until
 				return op, []pollwarden.Event{{At: now, Kind: pollwarden.EventNextCheckScheduled,
 					Data: pollwarden.EventData{NextPollAt: &until, DelaySource: g.Source, Detail: g.Detail}}}
-			}}})
+			}}}
 }
 
 // A claim the quota holds writes no reservation and takes no lease: the

@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) pollwarden.Store) {
 		{"IndexedColumnsFollowRecord", testIndexedColumnsFollowRecord},
 		{"SaveReleasesCurrentLeaseOnly", testSaveRelease},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
+		{"ClaimManyEachAlone", testClaimManyEachAlone},
+		{"ClaimManyFencing", testClaimManyFencing},
 		{"EventsAppendedInOrder", testEventsInOrder},
 		{"EventsPerOperation", testEventsPerOperation},
 		{"EventsStoreWideChain", testEventsStoreWideChain},

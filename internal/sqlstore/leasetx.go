@@ -76,21 +76,45 @@ func (s *Store) LeaseRelease(ctx context.Context, l *pollwarden.Lease) error {
 // write lock (again if the transaction is retried): the write lock is the
 // bottleneck, so everything but the checks and the writes is done before.
 func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*pollwarden.Operation, *pollwarden.Lease, error) {
-	if err := checkClaim(p); err != nil {
+	c, err := s.claimWrite(p)
+	if err != nil {
 		return nil, nil, s.fail(err, "claim %q", p.OperationID)
+	}
+	if err := s.writeGrouped(ctx, c.w); err != nil {
+		return nil, nil, s.fail(err, "claim %q", p.OperationID)
+	}
+	op, l := c.result()
+	return op, l, nil
+}
+
+// claimState is one claim's write (w) and what its decision leaves for
+// result: built by claimWrite for OperationClaim and, many at once, for
+// OperationClaimMany.
+type claimState struct {
+	w    rowWrite
+	read *pollwarden.Operation
+	cl   Claim
+	held bool
+}
+
+// claimWrite checks p and builds its write: the row read under its lock
+// (passed over where another writer holds it), the lease and the change
+// decided on it, the key's quota taken after it.
+func (s *Store) claimWrite(p pollwarden.ClaimParams) (*claimState, error) {
+	if err := checkClaim(p); err != nil {
+		return nil, err
 	}
 	pre, preRead, err := preClaim(s.sealer, p)
 	if err != nil {
-		return nil, nil, s.fail(err, "claim %q", p.OperationID)
+		return nil, err
 	}
 	var preArgs []any
 	if pre != nil && pre.Op != nil {
 		if preArgs, err = recordArgs(pre.Op); err != nil {
-			return nil, nil, s.fail(err, "claim %q", p.OperationID)
+			return nil, err
 		}
 	}
-	var read *pollwarden.Operation
-	var cl Claim
+	c := &claimState{}
 	var sl storedLease
 	var cs Chain
 	var rec string
@@ -101,12 +125,11 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 	if p.Quota != nil {
 		key = p.Quota.Key
 	}
-	held := false
-	err = s.writeGrouped(ctx, rowWrite{
+	c.w = rowWrite{
 		opID: p.OperationID, query: s.q.claim, group: s.q.groupClaim, caller: p.Now, chain: &cs, key: key,
 		dest: append(dest, s.chainDest(&cs)...),
 		decide: func(ctx context.Context, tx Querier, found bool, now time.Time, keys *keyTx) (*Stmt, []pollwarden.Event, error) {
-			held = false
+			c.held = false
 			if !found {
 				return nil, nil, s.lockedByAnother(ctx, tx, p.OperationID)
 			}
@@ -118,52 +141,57 @@ func (s *Store) OperationClaim(ctx context.Context, p pollwarden.ClaimParams) (*
 			var err error
 			if pre != nil && version == preRead.Version {
 				// The stored record is the caller's copy: its change stands.
-				read, cl, args = preRead, *pre, preArgs
+				c.read, c.cl, args = preRead, *pre, preArgs
 			} else {
-				if read, err = decodeRecord(version, rec); err != nil {
+				if c.read, err = decodeRecord(version, rec); err != nil {
 					return nil, nil, err
 				}
-				if cl, err = applyChange(s.sealer, read, p); err != nil || cl.Op == nil {
+				if c.cl, err = applyChange(s.sealer, c.read, p); err != nil || c.cl.Op == nil {
 					return nil, nil, err
 				}
-				if args, err = recordArgs(cl.Op); err != nil {
+				if args, err = recordArgs(c.cl.Op); err != nil {
 					return nil, nil, err
 				}
 			}
-			if cl.Op == nil {
+			if c.cl.Op == nil {
 				return nil, nil, nil
 			}
-			if err := cl.take(ls, now, p); err != nil {
+			if err := c.cl.take(ls, now, p); err != nil {
 				return nil, nil, err
 			}
 			if p.Quota != nil {
-				hc, ok, err := s.takeKey(keys, p, read, &cl, now)
+				hc, ok, err := s.takeKey(keys, p, c.read, &c.cl, now)
 				if err != nil || !ok {
 					return nil, nil, err
 				}
 				if hc != nil {
-					cl, held = hc.Claim, true
+					c.cl, c.held = hc.Claim, true
 					sql, set := s.q.up.stmt(updateSave, &stored, hc.args)
-					return &Stmt{sql, append(set, p.OperationID)}, cl.Prepared, nil
+					return &Stmt{sql, append(set, p.OperationID)}, c.cl.Prepared, nil
 				}
 			}
-			l := cl.Lease
+			l := c.cl.Lease
 			sql, set := s.q.up.stmt(updateClaim, &stored, args)
 			set = append(set, l.Owner, l.Epoch, FormatTime(l.ExpiresAt), p.OperationID)
-			return &Stmt{sql, set}, cl.Prepared, nil
+			return &Stmt{sql, set}, c.cl.Prepared, nil
 		},
-	})
-	if err != nil {
-		return nil, nil, s.fail(err, "claim %q", p.OperationID)
 	}
-	if cl.Op == nil {
-		return read, nil, nil
+	return c, nil
+}
+
+// result is what OperationClaim returns once c's write committed: the
+// record as read and no lease when Change took nothing, the held wait
+// without a lease, or the reservation with its lease; the events written
+// are published.
+func (c *claimState) result() (*pollwarden.Operation, *pollwarden.Lease) {
+	if c.cl.Op == nil {
+		return c.read, nil
 	}
-	publishEvents(cl.Events, cl.Prepared)
-	if held {
-		return cl.Op, nil, nil
+	publishEvents(c.cl.Events, c.cl.Prepared)
+	if c.held {
+		return c.cl.Op, nil
 	}
-	return cl.Op, cl.Lease, nil
+	return c.cl.Op, c.cl.Lease
 }
 
 // lockedByAnother explains a claim's read that found no row: with
