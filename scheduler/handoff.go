@@ -45,6 +45,11 @@ func (s *Scheduler) Reserve(ex *contract.Loaded, id string) bool {
 // its slot, and frees the slot as any step's end does; Run waits for it
 // before returning.
 func (s *Scheduler) Start(op *pollwarden.Operation, step func(context.Context) (controller.StepResult, error)) {
+	if s.observer != nil && !op.NextPollAt.IsZero() {
+		// A handed step is a step started: its lateness counts like the
+		// walk's (wall-clock difference, like the due times themselves).
+		s.observer.Lateness(max(0, s.clock.Now().Round(0).Sub(op.NextPollAt.Round(0))))
+	}
 	s.mu.Lock()
 	ctx := s.runCtx
 	s.mu.Unlock()

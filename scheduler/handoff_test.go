@@ -24,7 +24,8 @@ func firstStepsShareTheConcurrency(t *testing.T, r *rig) {
 	ex := r.contract("handoff", "")
 	var sched *scheduler.Scheduler
 	ctl := r.controller(r.store, "owner-a", func(op *pollwarden.Operation) { sched.Changed(op) })
-	sched = scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Concurrency: 2, Poll: time.Hour})
+	late := &countLateness{}
+	sched = scheduler.New(scheduler.Options{Controller: ctl, Contracts: r.set, Clock: r.clock, Concurrency: 2, Poll: time.Hour, Observer: late})
 	if sched.Reserve(ex, "op-0") {
 		t.Fatal("Reserve before Run")
 	}
@@ -79,6 +80,11 @@ func firstStepsShareTheConcurrency(t *testing.T, r *rig) {
 	if sched.Reserve(ex, "op-4") {
 		t.Fatal("Reserve after Run returned")
 	}
+	// Each handed step is a step started, seen by the lateness observer
+	// like the walk's (pollwarden_scheduling_lateness_seconds).
+	if n := late.n.Load(); n != 2 {
+		t.Errorf("lateness observed %d times, want once per handed step (2)", n)
+	}
 	for i := 1; i <= 2; i++ {
 		id, job := fmt.Sprintf("op-%d", i), fmt.Sprintf("job-%d", i)
 		r.checkBooks(id, job)
@@ -87,3 +93,8 @@ func firstStepsShareTheConcurrency(t *testing.T, r *rig) {
 		}
 	}
 }
+
+// countLateness counts the steps the scheduler says it started.
+type countLateness struct{ n atomic.Int32 }
+
+func (c *countLateness) Lateness(time.Duration) { c.n.Add(1) }
