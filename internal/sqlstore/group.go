@@ -125,11 +125,12 @@ func newGrouper(slots int, linger time.Duration) *grouper {
 // its fsync.
 const localLinger = time.Millisecond
 
-// queue adds w to the writes pending, and wakes a group waiting for more
-// (see gather).
-func (g *grouper) queue(w *groupedWrite) {
+// queue adds ws to the writes pending, under one lock so that the next
+// group can take them all, and wakes a group waiting for more (see
+// gather).
+func (g *grouper) queue(ws ...*groupedWrite) {
 	g.mu.Lock()
-	g.pending = append(g.pending, w)
+	g.pending = append(g.pending, ws...)
 	if g.arrived != nil {
 		close(g.arrived)
 		g.arrived = nil
@@ -189,27 +190,8 @@ func (s *Store) writeGrouped(ctx context.Context, rw rowWrite) error {
 		return err
 	}
 	w := &groupedWrite{ctx: ctx, w: rw, done: make(chan error, 1)}
-	g := s.g
-	g.queue(w)
-	for {
-		select {
-		case err := <-w.done:
-			return err
-		case g.slot <- struct{}{}:
-		}
-		ended, done, err := s.drain(w)
-		<-g.slot
-		if done {
-			return err
-		}
-		// w is in another writer's group, or waits for one of its
-		// operation's: look again when a group ends.
-		select {
-		case err := <-w.done:
-			return err
-		case <-ended:
-		}
-	}
+	s.g.queue(w)
+	return s.awaitGrouped(w)
 }
 
 // drain commits groups until w is done (done true, with its result) or

@@ -52,22 +52,21 @@ func (s *Store) writeGroupedAll(ctx context.Context, rws []rowWrite) []error {
 		return errs
 	}
 	ws := make([]*groupedWrite, len(rws))
-	g := s.g
-	g.mu.Lock()
 	for i, rw := range rws {
 		ws[i] = &groupedWrite{ctx: ctx, w: rw, done: make(chan error, 1)}
-		g.pending = append(g.pending, ws[i])
 	}
-	g.mu.Unlock()
+	s.g.queue(ws...)
 	for i, w := range ws {
 		errs[i] = s.awaitGrouped(w)
 	}
 	return errs
 }
 
-// awaitGrouped waits for w, already pending, exactly as writeGrouped
-// does: it commits groups itself whenever a slot is free, so a write is
-// never left waiting for a committer that does not come.
+// awaitGrouped waits for w, already pending (writeGrouped's and
+// OperationClaimMany's writes alike): it commits groups itself whenever a
+// slot is free, so a write is never left waiting for a committer that
+// does not come. A write in another writer's group, or waiting for one of
+// its operation's, looks again when a group ends.
 func (s *Store) awaitGrouped(w *groupedWrite) error {
 	g := s.g
 	for {
