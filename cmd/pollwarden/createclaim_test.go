@@ -102,8 +102,9 @@ func kill9DuringCreates(t *testing.T, store string, open func() (pollwarden.Stor
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
+	// The process is reaped: no request of it can still reach the
+	// provider, which counts each as it arrives.
 	wg.Wait()
-	time.Sleep(200 * time.Millisecond) // no request of the dead process still arriving
 
 	st, err := open()
 	if err != nil {
